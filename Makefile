@@ -1,0 +1,49 @@
+# Two commands for a fresh machine: `make demo` runs the main job on the embedded demo world,
+# `make test` runs the whole test suite (slow tests included). Both create .venv when missing.
+SHELL := /bin/bash
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+STAMP := $(VENV)/.installed-stamp
+ARCH := $(shell uname -m)
+
+# torch/torchvision pairs that import together on these machines (see README "Install").
+ifeq ($(ARCH),aarch64)
+TORCH_PINS := torch==2.9.1 torchvision==0.24.1
+else
+TORCH_PINS := torch==2.14.1 torchvision==0.29.1
+endif
+
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export WANDB_MODE ?= offline
+export TOKENIZERS_PARALLELISM ?= false
+
+.PHONY: install demo test test-fast lint clean
+
+$(STAMP): pyproject.toml Makefile
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip setuptools wheel
+	$(PIP) install --quiet $(TORCH_PINS)
+	# --no-deps: projectaria-tools' core needs only numpy; its declared extras pull ~1.2 GB.
+	$(PIP) install --quiet --no-deps 'projectaria-tools>=1.5,<3'
+	$(PIP) install --quiet -e '.[train,data,dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/egohorizon demo --out data/demo
+
+test: $(STAMP)
+	$(PY) -m pytest -m "" -q
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src datamodules models tests scripts train.py eval.py
+
+clean:
+	rm -rf $(VENV) outputs data/demo

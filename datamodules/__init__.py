@@ -1,0 +1,1 @@
+"""LightningDataModules, one per task; they import egohorizon, never the other way round."""

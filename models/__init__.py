@@ -1,0 +1,1 @@
+"""LightningModules, one per task; they import egohorizon, never the other way round."""

@@ -1,0 +1,52 @@
+"""The ``egohorizon`` command.
+
+Each subcommand lives in its own module under ``egohorizon.commands`` and exposes
+``register(subparsers)``; those modules import only argparse at module level and do their heavy
+imports inside the handler, so ``egohorizon <cmd> --help`` starts fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from egohorizon.errors import EgohorizonError
+from egohorizon.schema import RecordError
+
+# Subcommand name -> module. Order is the order shown in --help.
+COMMANDS: dict[str, str] = {
+    "data": "egohorizon.commands.data",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="egohorizon",
+        description="Train and evaluate models on months of one person's egocentric recordings.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for module_name in COMMANDS.values():
+        importlib.import_module(module_name).register(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return int(args.handler(args) or 0)
+    except RecordError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except EgohorizonError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

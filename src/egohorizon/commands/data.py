@@ -1,0 +1,100 @@
+"""``egohorizon data stats|validate``: summarise and check record files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("data", help="summarise, validate and convert data sets",
+                                   description="Summarise, validate and convert data sets.")
+    data_sub = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
+
+    stats = data_sub.add_parser(
+        "stats", help="participants, days, sessions, events and per-level figures",
+        description="Summarise event files: participants, days, sessions, events, and per level the "
+                    "count, mean duration and adjacent-level compression ratio.")
+    stats.add_argument("path", help="an events .jsonl file, or a folder searched for events*.jsonl")
+    stats.add_argument("--json", dest="as_json", action="store_true", help="print the summary as JSON")
+    stats.set_defaults(handler=run_stats)
+
+    validate = data_sub.add_parser(
+        "validate", help="check a .jsonl file record by record",
+        description="Check every line of a JSON Lines file against its record type (detected from the "
+                    "first record, or --type). Prints one message per defect (file, line, field, what "
+                    "was expected); event files are also checked for the hierarchy invariants. Exits 1 "
+                    "if anything is wrong.")
+    validate.add_argument("path", help="a .jsonl file")
+    validate.add_argument("--type", dest="record_type", default=None,
+                          help="record type (event, recording, forecast_point, forecast_prediction, "
+                               "qa_item, qa_prediction, segment, hand_box, box_prediction)")
+    validate.set_defaults(handler=run_validate)
+
+    try:  # adapters register `data convert` when present
+        from egohorizon.commands import data_convert
+    except ImportError:
+        return
+    data_convert.register(data_sub)
+
+
+def find_event_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        return sorted(p for p in path.rglob("events*.jsonl") if p.is_file())
+    return []
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from egohorizon.data.stats import summarise_events
+    from egohorizon.errors import DataError
+    from egohorizon.schema import Event, load_jsonl
+
+    files = find_event_files(Path(args.path))
+    if not files:
+        raise DataError(f"{args.path}: no events .jsonl file found (looked for events*.jsonl)")
+    events = [event for f in files for event in load_jsonl(f, Event)]
+    summary = summarise_events(events)
+    summary["files"] = [str(f) for f in files]
+    if args.as_json:
+        json.dump(summary, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        from egohorizon.data.stats import format_summary
+
+        sys.stdout.write(format_summary(summary))
+    return 0
+
+
+def run_validate(args: argparse.Namespace) -> int:
+    from egohorizon.errors import DataError
+    from egohorizon.schema import RECORD_TYPES, Event, detect_record_type, read_jsonl
+
+    path = Path(args.path)
+    if not path.is_file():
+        raise DataError(f"{path}: no such file")
+    if args.record_type:
+        if args.record_type not in RECORD_TYPES:
+            raise DataError(f"--type {args.record_type!r}: expected one of {', '.join(RECORD_TYPES)}")
+        record_type = RECORD_TYPES[args.record_type]
+    else:
+        record_type = detect_record_type(path)
+        if record_type is None:
+            raise DataError(f"{path}: cannot tell the record type from the first record; pass --type")
+    result = read_jsonl(path, record_type)
+    messages = [str(d) for d in result.defects]
+    if record_type is Event and result.records:
+        from egohorizon.data.hierarchy import check_hierarchy
+
+        messages += [f"{path}: hierarchy: {p}" for p in check_hierarchy(result.records).problems]
+    for message in messages:
+        print(message)
+    name = record_type.__name__
+    if messages:
+        print(f"{path}: {len(messages)} problem(s); {len(result.records)} valid {name} record(s)", file=sys.stderr)
+        return 1
+    print(f"{path}: OK, {len(result.records)} {name} record(s)")
+    return 0

@@ -1,0 +1,30 @@
+"""Shared test fixtures: offline settings, the real data folder beside the checkout."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never reach a model hub or W&B's servers.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("WANDB_MODE", "offline")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = Path(os.environ.get("EGOHORIZON_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data sets of ../shared/data (SOURCES.md there); skips when the folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real data folder {SHARED_DATA} is absent (set EGOHORIZON_SHARED_DATA to its path)")
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
