@@ -127,17 +127,20 @@ class SentenceTransformerEmbedder(Embedder):
 
     ``prompt`` is prepended to every text (e.g. an instruction for instruction-tuned embedders).
     ``model_kwargs`` go to ``SentenceTransformer(model_kwargs=...)`` (e.g. ``{"torch_dtype": "bfloat16"}``).
+    Vectors already computed are kept in memory (up to ``memory_bytes``) and not recomputed.
     """
 
     def __init__(self, model: str, *, prompt: str | None = None, batch_size: int = 64,
                  device: str | None = None, name: str | None = None,
-                 model_kwargs: dict | None = None) -> None:
+                 model_kwargs: dict | None = None, memory_bytes: int = 256 * 2**20) -> None:
         self.model_id = str(model)
         self.prompt = prompt
         self.batch_size = batch_size
         self.device = device
         self.model_kwargs = model_kwargs or {}
         self.name = name or self.model_id
+        self.memory_bytes = memory_bytes
+        self._memory: dict[str, np.ndarray] = {}
         self._model = None
 
     def _load(self):
@@ -162,10 +165,21 @@ class SentenceTransformerEmbedder(Embedder):
         texts = list(texts)
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        model = self._load()
-        vectors = model.encode(texts, batch_size=self.batch_size, prompt=self.prompt,
-                               convert_to_numpy=True, normalize_embeddings=False, show_progress_bar=False)
-        return unit_rows(np.asarray(vectors, dtype=np.float32))
+        # Repeated scoring runs (validation every epoch) see the same targets: remember vectors,
+        # up to a memory bound, so each string reaches the model once per process.
+        new = [t for t in dict.fromkeys(texts) if t not in self._memory]
+        fresh: dict[str, np.ndarray] = {}
+        if new:
+            model = self._load()
+            vectors = model.encode(new, batch_size=self.batch_size, prompt=self.prompt, convert_to_numpy=True,
+                                   normalize_embeddings=False, show_progress_bar=False)
+            fresh = dict(zip(new, unit_rows(np.asarray(vectors, dtype=np.float32))))
+        out = np.stack([fresh[t] if t in fresh else self._memory[t] for t in texts])
+        if fresh:
+            if (len(self._memory) + len(fresh)) * out.shape[1] * 4 > self.memory_bytes:
+                self._memory.clear()
+            self._memory.update(fresh)
+        return out
 
     @property
     def dimension(self) -> int:
