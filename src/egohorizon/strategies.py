@@ -1,0 +1,68 @@
+"""Lightning strategies with one addition: the DeepSpeed config is written into the run directory.
+
+``conf/strategy/deepspeed_*.yaml`` instantiate :class:`DeepSpeedStrategy`. Lightning assembles the
+DeepSpeed JSON from the strategy's arguments and the trainer's settings (precision -> ``bf16``,
+``accumulate_grad_batches`` -> ``gradient_accumulation_steps``, ``gradient_clip_val`` ->
+``gradient_clipping``, the loader's batch size -> ``train_micro_batch_size_per_gpu``); the file this
+class writes is that final JSON, so a run's folder says exactly what DeepSpeed was given.
+
+Lightning's DeepSpeed strategy only starts on CUDA GPUs (``setup_environment`` raises on CPU): on a
+CPU machine only the configs' instantiation and the checkpoint conversion can be exercised;
+``scripts/gpu_check.sh`` runs the strategies on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from lightning.pytorch.strategies import DeepSpeedStrategy as _LightningDeepSpeedStrategy
+
+log = logging.getLogger(__name__)
+
+DEEPSPEED_CONFIG_FILE = "deepspeed_config.json"
+
+
+class DeepSpeedStrategy(_LightningDeepSpeedStrategy):
+    """Lightning's ``DeepSpeedStrategy`` that saves its final DeepSpeed config to ``config_file``.
+
+    All other arguments are Lightning's (``stage``, ``offload_optimizer``, ``offload_parameters``,
+    ``partition_activations``, ``exclude_frozen_parameters``, ...).
+    """
+
+    def __init__(self, *args: Any, config_file: str | None = None,
+                 config_overrides: dict[str, Any] | None = None, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.config_file = config_file
+        # Keys Lightning has no argument for (e.g. zero_force_ds_cpu_optimizer), merged into its config.
+        if config_overrides:
+            self.config = merge_config(self.config, config_overrides)
+
+    def setup(self, trainer) -> None:
+        # Lightning fills in the trainer-dependent keys lazily, at the start of setup(); do it first so
+        # the JSON is on disk even when DeepSpeed then fails to start (the case one wants to debug).
+        self._init_config_if_needed()
+        if self.config_file and self.is_global_zero:
+            write_deepspeed_config(self.config, self.config_file)
+        super().setup(trainer)
+
+
+def merge_config(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with ``overrides`` merged in, nested dicts key by key (neither input is changed)."""
+    merged = dict(base)
+    for key, value in dict(overrides).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_config(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def write_deepspeed_config(config: dict[str, Any], path: str | Path) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(config, indent=2, sort_keys=True, default=str) + "\n")
+    log.info("DeepSpeed config written to %s", path)
+    return path
