@@ -1,0 +1,161 @@
+"""Month-scale multiple-choice QA (SPEC §3): answer extraction that never guesses, and the report.
+
+``extract_answer(text, options)`` accepts exactly these forms (case of the letter aside, surrounding
+whitespace and a final period ignored):
+
+- a lone option letter: ``B``, ``(B)``, ``[B]``, ``B.``, ``B)``;
+- a letter followed by that option's own text: ``(B) the kitchen``, ``B. the kitchen``;
+- ``Answer: C`` / ``Final answer: (C)`` / ``the answer is D`` / ``the correct answer is D``
+  anywhere in the text, provided every such statement names the same letter;
+- the exact text of one option (case- and whitespace-insensitive).
+
+Anything else, a letter beyond the options, or two different letters, is invalid (None): scored
+wrong and counted. There is no fallback to the first capital letter or a random choice.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+
+from egohorizon.schema import QAItem
+
+# The 14 EgoMonth tasks (Table 1 of the paper) and their cognitive level.
+EGOMONTH_TASK_LEVELS: dict[str, int] = {
+    "Habit Inference": 1,
+    "Personality Inference": 1,
+    "Detail Retrieval": 2,
+    "Spatial Relation": 2,
+    "Self-localization": 2,
+    "Temporal Ordering": 2,
+    "Event Time": 2,
+    "Object Location": 2,
+    "Procedure Planning": 3,
+    "Event Counting": 3,
+    "Object Counting": 3,
+    "Route Reasoning": 3,
+    "Cross-view Spatial Reasoning": 3,
+    "Direction Judgement": 3,
+}
+
+_STATEMENT = re.compile(
+    r"\b(?:(?:final|correct|best)\s+)?answer\b\s*(?:is|:|=)?\s*:?\s*(?:option\s+)?[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
+    re.IGNORECASE)
+_LONE = re.compile(r"^[\(\[]?([A-Za-z])[\)\]]?[.:]?$")
+_LETTER_THEN_TEXT = re.compile(r"^[\(\[]?([A-Za-z])(?:[\)\]]|[.:)])\s*(.+)$", re.DOTALL)
+
+
+def task_key(task: str) -> str:
+    """Task names compare case-, space-, hyphen- and underscore-insensitively."""
+    return re.sub(r"[\s_\-]+", "", task).casefold()
+
+
+def _normalise(text: str) -> str:
+    text = unicodedata.normalize("NFKC", text).casefold()
+    return re.sub(r"\s+", " ", text).strip().rstrip(".").strip()
+
+
+def _letter_index(letter: str, n_options: int) -> int | None:
+    index = ord(letter.upper()) - ord("A")
+    return index if 0 <= index < n_options else None
+
+
+def _statement_letters(text: str) -> set[str]:
+    letters = set()
+    for match in _STATEMENT.finditer(text):
+        letter = match.group(1)
+        rest = text[match.end():]
+        # "the answer is a cup": a lowercase letter followed by a word is the article, not option A
+        if letter.islower() and re.match(r"\s+[A-Za-z]", rest):
+            continue
+        letters.add(letter.upper())
+    return letters
+
+
+def extract_answer(text: str | None, options: Sequence[str]) -> str | None:
+    """The chosen option letter ("A", "B", ...) or None when the text does not say clearly."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if not stripped:
+        return None
+    n = len(options)
+    lone = _LONE.match(stripped)
+    if lone:
+        index = _letter_index(lone.group(1), n)
+        return chr(ord("A") + index) if index is not None else None
+    normalised_options = [_normalise(o) for o in options]
+    letter_text = _LETTER_THEN_TEXT.match(stripped)
+    if letter_text:
+        index = _letter_index(letter_text.group(1), n)
+        if index is not None and _normalise(letter_text.group(2)) == normalised_options[index]:
+            return chr(ord("A") + index)
+    letters = _statement_letters(stripped)
+    if letters:
+        if len(letters) > 1:
+            return None
+        index = _letter_index(letters.pop(), n)
+        return chr(ord("A") + index) if index is not None else None
+    matches = [i for i, option in enumerate(normalised_options) if option and option == _normalise(stripped)]
+    return chr(ord("A") + matches[0]) if len(matches) == 1 else None
+
+
+def item_level(item: QAItem, task_levels: Mapping[str, int] | None) -> int | None:
+    """The item's own ``level``, else its task's level in ``task_levels`` (EgoMonth by default)."""
+    if item.level is not None:
+        return item.level
+    levels = {task_key(t): lv for t, lv in (task_levels or EGOMONTH_TASK_LEVELS).items()}
+    return levels.get(task_key(item.task))
+
+
+def score_qa(items: Sequence[QAItem], answers: Mapping[str, str | None],
+             task_levels: Mapping[str, int] | None = None) -> dict:
+    """Accuracy report (SPEC §3, §6).
+
+    items: gold questions. answers: item id -> extracted letter, or None (invalid); an item missing
+        from ``answers`` is invalid too. task_levels: task -> level for benchmarks other than
+        EgoMonth (e.g. HD-EPIC's); items without a level are left out of ``per_level`` only.
+    Returns ``Avg`` (macro mean of per-task accuracy), ``Acc`` (micro accuracy), ``n``, ``invalid``,
+    ``chance`` (mean of 1 / number of options), ``per_task`` {task: {acc, n, correct, invalid,
+    level}} and ``per_level`` {level: {avg (macro over its tasks), acc (micro), n, n_tasks}}.
+    Accuracies are fractions in [0, 1]; None when there are no items.
+    """
+    per_task: dict[str, dict] = {}
+    task_names: dict[str, str] = {}
+    correct_total = invalid_total = 0
+    for item in items:
+        name = task_names.setdefault(task_key(item.task), item.task)
+        row = per_task.setdefault(name, {"acc": None, "n": 0, "correct": 0, "invalid": 0,
+                                         "level": item_level(item, task_levels)})
+        answer = answers.get(item.id)
+        row["n"] += 1
+        if answer is None:
+            row["invalid"] += 1
+            invalid_total += 1
+        elif answer.upper() == item.answer:
+            row["correct"] += 1
+            correct_total += 1
+    for row in per_task.values():
+        row["acc"] = row["correct"] / row["n"]
+    by_level: dict[int, list[dict]] = defaultdict(list)
+    for row in per_task.values():
+        if row["level"] is not None:
+            by_level[row["level"]].append(row)
+    per_level = {
+        str(level): {"avg": sum(r["acc"] for r in rows) / len(rows),
+                     "acc": sum(r["correct"] for r in rows) / sum(r["n"] for r in rows),
+                     "n": sum(r["n"] for r in rows), "n_tasks": len(rows)}
+        for level, rows in sorted(by_level.items())
+    }
+    n = len(items)
+    return {
+        "Avg": sum(r["acc"] for r in per_task.values()) / len(per_task) if per_task else None,
+        "Acc": correct_total / n if n else None,
+        "n": n,
+        "invalid": invalid_total,
+        "chance": sum(1 / len(item.options) for item in items) / n if n else None,
+        "per_task": dict(sorted(per_task.items())),
+        "per_level": per_level,
+    }
