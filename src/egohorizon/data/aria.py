@@ -1,0 +1,324 @@
+"""Project Aria ingestion: RGB frames sampled from a VRS file, MPS eye gaze projected into them, speech.
+
+- Frames: the RGB stream sampled at ``rate`` Hz (default 1 Hz; the closest recorded frame to each
+  tick), stored upright at native resolution. Aria Gen1 records its RGB camera rotated 90 degrees
+  counter-clockwise, so Gen1 frames are turned clockwise; Gen2 frames are upright already.
+- Gaze: MPS eye gaze (``personalized_eye_gaze.csv``, ``general_eye_gaze.csv``, the older
+  ``generalized_eye_gaze.csv`` and legacy ``eyegaze.csv`` headers, Gen2 vergence columns) read by
+  projectaria-tools, matched to each frame by the nearest sample within a tolerance (the offset is
+  kept), and projected through the device calibration into the RGB camera, then into the upright
+  image. The projection follows ``projectaria_tools.core.mps.utils.get_gaze_vector_reprojection``
+  (tests compare the two on the same calibration). Missing gaze, or gaze outside the image, is
+  marked on the frame, never dropped.
+- Speech: ``speech.csv`` words (``startTime_ns, endTime_ns, written, confidence``), device time.
+
+projectaria-tools is imported inside the functions that need it (it is an optional, heavy module).
+"""
+
+from __future__ import annotations
+
+import csv
+import logging
+import math
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from egohorizon.data.ingested import (GAZE_MISSING, GAZE_NO_SOURCE, GAZE_OK, GAZE_OUTSIDE,
+                                      IngestedRecording, RecordingWriter, Word)
+from egohorizon.errors import DataError
+from egohorizon.schema import Recording
+
+log = logging.getLogger(__name__)
+
+# Search order inside an MPS folder: personalized gaze is the more accurate when present.
+GAZE_FILE_NAMES = ("personalized_eye_gaze.csv", "general_eye_gaze.csv", "generalized_eye_gaze.csv",
+                   "eyegaze.csv")
+GAZE_REQUIRED_COLUMNS = ("tracking_timestamp_us", "pitch_rads_cpf")
+SPEECH_COLUMNS = ("startTime_ns", "endTime_ns", "written")
+# Gaze confidence: 1 - (half-width of MPS's yaw/pitch confidence interval) / this, clipped to [0, 1].
+# 0.2 rad (~11 deg) is wider than the interval of any usable fixation in MPS outputs we have seen.
+CONFIDENCE_FULL_SCALE_RAD = 0.2
+EARLIEST_PLAUSIBLE_EPOCH = 1.4e9  # 2014: Aria did not exist before; smaller clocks were never set
+
+
+def find_gaze_csv(mps_dir: str | os.PathLike) -> Path | None:
+    """The eye-gaze CSV of an MPS output folder (or of its eye_gaze/ subfolder), best kind first."""
+    root = Path(mps_dir)
+    for folder in (root, root / "eye_gaze", root / "mps" / "eye_gaze"):
+        for name in GAZE_FILE_NAMES:
+            if (folder / name).is_file():
+                return folder / name
+    return None
+
+
+@dataclass
+class GazeTrack:
+    """MPS eye-gaze samples (projectaria-tools ``EyeGaze`` objects) with their device times in ns."""
+
+    path: Path
+    t_ns: np.ndarray
+    samples: list
+
+
+def read_gaze(path: str | os.PathLike) -> GazeTrack:
+    """Reads an MPS eye-gaze CSV; a bad header or unreadable rows raise DataError naming the file."""
+    from projectaria_tools.core import mps
+
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: gaze file not found")
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None) or []
+        rows = sum(1 for row in reader if row)
+    missing = [c for c in GAZE_REQUIRED_COLUMNS if c not in header]
+    if missing or not any(c in header for c in ("yaw_rads_cpf", "left_yaw_rads_cpf")):
+        raise DataError(f"{path}:1: not an MPS eye-gaze header: missing column(s) "
+                        f"{', '.join(missing) or 'yaw_rads_cpf'}; got {', '.join(header)}")
+    samples = list(mps.read_eyegaze(str(path)))
+    if len(samples) != rows:
+        raise DataError(f"{path}: projectaria-tools read {len(samples)} of {rows} gaze rows; "
+                        "the file has malformed rows")
+    t_ns = np.array([int(s.tracking_timestamp.total_seconds() * 1e6) * 1000 for s in samples], dtype=np.int64)
+    order = np.argsort(t_ns, kind="stable")
+    return GazeTrack(path=path, t_ns=t_ns[order], samples=[samples[i] for i in order])
+
+
+def match_nearest(sample_ns: np.ndarray, query_ns: np.ndarray, tolerance_ns: int) -> tuple[np.ndarray, np.ndarray]:
+    """For each query time, the index of the nearest sample (-1 if none within tolerance) and the
+    signed offset sample - query in ns (0 where unmatched). ``sample_ns`` must be sorted."""
+    query_ns = np.asarray(query_ns, dtype=np.int64)
+    if len(sample_ns) == 0:
+        return np.full(len(query_ns), -1), np.zeros(len(query_ns), dtype=np.int64)
+    right = np.clip(np.searchsorted(sample_ns, query_ns), 0, len(sample_ns) - 1)
+    left = np.clip(right - 1, 0, len(sample_ns) - 1)
+    pick_left = np.abs(sample_ns[left] - query_ns) <= np.abs(sample_ns[right] - query_ns)
+    nearest = np.where(pick_left, left, right)
+    offset = sample_ns[nearest] - query_ns
+    matched = np.abs(offset) <= tolerance_ns
+    return np.where(matched, nearest, -1), np.where(matched, offset, 0)
+
+
+def gaze_confidence(sample: Any, full_scale_rad: float = CONFIDENCE_FULL_SCALE_RAD) -> float | None:
+    """Confidence in [0, 1] from MPS's yaw/pitch confidence interval; None when the file has none
+    (Gen2 and vergence outputs carry no interval)."""
+    widths = [sample.yaw_high - sample.yaw_low, sample.pitch_high - sample.pitch_low]
+    if not all(math.isfinite(w) for w in widths) or max(widths) <= 0:
+        return None
+    return float(np.clip(1.0 - (max(widths) / 2) / full_scale_rad, 0.0, 1.0))
+
+
+def rotate_point_cw90(x: float, y: float, raw_height: int) -> tuple[float, float]:
+    """A pixel of the raw image in the image turned 90 degrees clockwise (np.rot90(k=-1)).
+    Same convention as projectaria-tools' ``make_upright`` with ``rotate_camera_calib_cw90deg``."""
+    return (raw_height - 1) - y, x
+
+
+class GazeProjector:
+    """Projects MPS gaze into the (optionally upright) RGB image through the device calibration."""
+
+    def __init__(self, device_calibration, camera_label: str = "camera-rgb", *, upright: bool = True,
+                 default_depth_m: float = 1.0):
+        self.camera = device_calibration.get_camera_calib(camera_label)
+        if self.camera is None:
+            raise DataError(f"device calibration has no camera {camera_label!r}")
+        transform_device_camera = device_calibration.get_transform_device_sensor(camera_label)
+        # Same CPF as projectaria-tools' reprojection helper: the default one, in which MPS reports gaze.
+        self.transform_camera_cpf = transform_device_camera.inverse() @ device_calibration.get_transform_device_cpf()
+        self.width, self.height = (int(v) for v in self.camera.get_image_size())
+        self.upright = upright
+        self.default_depth_m = default_depth_m
+
+    def gaze_point_in_cpf(self, sample: Any) -> np.ndarray:
+        from projectaria_tools.core import mps
+
+        if sample.spatial_gaze_point_valid:  # Gen2: the vergence point itself
+            return np.asarray(sample.spatial_gaze_point_in_cpf, dtype=np.float64).reshape(3, 1)
+        # Gen1 general gaze has no depth (0): fall back to the same 1 m as projectaria-tools' helper.
+        depth = sample.depth if sample.depth and sample.depth > 0 else self.default_depth_m
+        return np.asarray(mps.get_eyegaze_point_at_depth(sample.yaw, sample.pitch, depth)).reshape(3, 1)
+
+    def project_raw(self, sample: Any) -> np.ndarray | None:
+        """Pixel in the raw (sensor-oriented) image, or None when the ray misses the camera."""
+        point_camera = self.transform_camera_cpf @ self.gaze_point_in_cpf(sample)
+        pixel = self.camera.project(point_camera)
+        if pixel is None:
+            return None
+        pixel = np.asarray(pixel, dtype=np.float64).ravel()
+        inside = -0.5 <= pixel[0] < self.width - 0.5 and -0.5 <= pixel[1] < self.height - 0.5
+        return pixel if inside else None
+
+    def project(self, sample: Any) -> tuple[tuple[float, float] | None, str]:
+        """(x, y) in the stored image (upright if requested) and the gaze status."""
+        pixel = self.project_raw(sample)
+        if pixel is None:
+            return None, GAZE_OUTSIDE
+        x, y = float(pixel[0]), float(pixel[1])
+        if self.upright:
+            x, y = rotate_point_cw90(x, y, self.height)
+        return (x, y), GAZE_OK
+
+
+def read_speech(path: str | os.PathLike) -> list[dict[str, Any]]:
+    """Words of an Aria ``speech.csv``: dicts with start_ns, end_ns, text, confidence (or None).
+    A malformed row raises DataError with file, line and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: speech file not found")
+    words = []
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.DictReader(handle)
+        missing = [c for c in SPEECH_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise DataError(f"{path}:1: missing column(s) {', '.join(missing)} (expected {', '.join(SPEECH_COLUMNS)})")
+        for row in reader:
+            line = reader.line_num
+            try:
+                start, end = int(row["startTime_ns"]), int(row["endTime_ns"])
+            except (TypeError, ValueError):
+                raise DataError(f"{path}:{line}: field 'startTime_ns'/'endTime_ns': expected integers, "
+                                f"got {row['startTime_ns']!r}, {row['endTime_ns']!r}") from None
+            if end < start:
+                raise DataError(f"{path}:{line}: field 'endTime_ns': ends before it starts")
+            confidence = row.get("confidence")
+            try:
+                confidence = float(confidence) if confidence not in (None, "") else None
+            except ValueError:
+                raise DataError(f"{path}:{line}: field 'confidence': expected a number, got {confidence!r}") from None
+            words.append({"start_ns": start, "end_ns": end, "text": row["written"] or "", "confidence": confidence})
+    return words
+
+
+def sample_frame_indices(timestamps_ns: np.ndarray, rate_hz: float | None) -> np.ndarray:
+    """Indices of the recorded frames closest to ticks every 1/rate s from the first frame
+    (all frames when rate is None); a frame is used at most once."""
+    timestamps_ns = np.asarray(timestamps_ns, dtype=np.int64)
+    if len(timestamps_ns) == 0 or rate_hz is None:
+        return np.arange(len(timestamps_ns))
+    if rate_hz <= 0:
+        raise DataError(f"rate: expected a positive frame rate in Hz, got {rate_hz}")
+    step = int(round(1e9 / rate_hz))
+    ticks = np.arange(timestamps_ns[0], timestamps_ns[-1] + 1, step, dtype=np.int64)
+    nearest, _ = match_nearest(timestamps_ns, ticks, tolerance_ns=step)
+    return np.unique(nearest[nearest >= 0])
+
+
+def frame_period(timestamps_ns: np.ndarray, rate_hz: float | None) -> float:
+    """Seconds each stored frame stands for: the sampling period, or the recorded one."""
+    if rate_hz:
+        return 1.0 / rate_hz
+    if len(timestamps_ns) > 1:
+        return float(np.median(np.diff(timestamps_ns))) / 1e9
+    return 1.0
+
+
+@dataclass
+class TimeBase:
+    """Maps device nanoseconds to the recording's time base (epoch or device seconds)."""
+
+    name: str
+    origin_device_ns: int
+    origin_seconds: float
+
+    def __call__(self, device_ns: int) -> float:
+        return self.origin_seconds + (int(device_ns) - self.origin_device_ns) / 1e9
+
+
+def make_time_base(provider, time_base: str, vrs_path: Path) -> TimeBase:
+    from projectaria_tools.core.sensor_data import TimeDomain
+
+    first_ns = int(provider.get_first_time_ns_all_streams(TimeDomain.DEVICE_TIME))
+    if time_base == "device":
+        return TimeBase("device", 0, 0.0)
+    if time_base != "epoch":
+        raise DataError(f"time_base: expected 'epoch' or 'device', got {time_base!r}")
+    epoch = float(provider.get_metadata().start_time_epoch_sec)
+    if epoch < EARLIEST_PLAUSIBLE_EPOCH:
+        raise DataError(f"{vrs_path}: the recording's start_time_epoch_sec ({epoch:.0f}) is not a real "
+                        "clock time; use time_base='device' (--time-base device) and pass --day")
+    # Aria stores its wall-clock start in whole seconds; finer times keep the device clock's precision.
+    return TimeBase("epoch", first_ns, epoch)
+
+
+def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, participant: str,
+                day: str | None = None, session: str | None = None, gaze_csv: str | os.PathLike | None = None,
+                speech_csv: str | os.PathLike | None = None, rate_hz: float | None = 1.0,
+                gaze_tolerance_s: float = 0.1, upright: bool | None = None, time_base: str = "epoch",
+                camera_label: str = "camera-rgb", default_depth_m: float = 1.0,
+                overwrite: bool = False) -> IngestedRecording:
+    """Writes an ingested recording folder (see egohorizon.data.ingested) from one Aria VRS file."""
+    from projectaria_tools.core import data_provider
+    from projectaria_tools.core.calibration import DeviceVersion
+    from projectaria_tools.core.sensor_data import TimeDomain
+
+    vrs_path = Path(vrs_path)
+    if not vrs_path.is_file():
+        raise DataError(f"{vrs_path}: VRS file not found")
+    provider = data_provider.create_vrs_data_provider(str(vrs_path))
+    if provider is None:
+        raise DataError(f"{vrs_path}: projectaria-tools cannot open this VRS file")
+    stream = provider.get_stream_id_from_label(camera_label)
+    if stream is None:
+        raise DataError(f"{vrs_path}: no {camera_label!r} stream")
+    calibration = provider.get_device_calibration()
+    if upright is None:  # Gen1 mounts the RGB sensor rotated; Gen2 records upright.
+        upright = calibration.get_device_version() == DeviceVersion.Gen1
+    clock = make_time_base(provider, time_base, vrs_path)
+    if day is None:
+        if clock.name != "epoch":
+            raise DataError("day: required when the time base is not 'epoch' (pass --day YYYY-MM-DD)")
+        day = datetime.fromtimestamp(clock.origin_seconds, tz=timezone.utc).strftime("%Y-%m-%d")
+
+    projector = GazeProjector(calibration, camera_label, upright=upright, default_depth_m=default_depth_m)
+    track = read_gaze(gaze_csv) if gaze_csv else None
+    timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
+    indices = sample_frame_indices(timestamps, rate_hz)
+    tolerance_ns = int(round(gaze_tolerance_s * 1e9))
+    if track is not None:
+        gaze_index, gaze_offset = match_nearest(track.t_ns, timestamps[indices], tolerance_ns)
+
+    writer = RecordingWriter(out_dir, overwrite=overwrite)
+    try:
+        for position, index in enumerate(indices):
+            image_data, record = provider.get_image_data_by_index(stream, int(index))
+            image = image_data.to_numpy_array()
+            if image.ndim == 2:
+                image = np.repeat(image[:, :, None], 3, axis=2)
+            if upright:
+                image = np.ascontiguousarray(np.rot90(image, k=-1))
+            gaze, status, confidence, offset = None, GAZE_NO_SOURCE, None, None
+            if track is not None:
+                if gaze_index[position] < 0:
+                    status = GAZE_MISSING
+                else:
+                    sample = track.samples[gaze_index[position]]
+                    gaze, status = projector.project(sample)
+                    confidence = gaze_confidence(sample)
+                    offset = float(gaze_offset[position]) / 1e9
+            writer.add_frame(image, t=clock(record.capture_timestamp_ns), gaze=gaze, gaze_status=status,
+                             gaze_confidence=confidence, gaze_dt=offset,
+                             meta={"device_ns": int(record.capture_timestamp_ns)})
+        words = [Word(start=clock(w["start_ns"]), end=clock(w["end_ns"]), text=w["text"], confidence=w["confidence"])
+                 for w in (read_speech(speech_csv) if speech_csv else [])]
+        recording = writer.make_recording(words, participant=participant, day=day,
+                                          session=session or vrs_path.stem, source="aria",
+                                          frame_period_s=frame_period(timestamps, rate_hz))
+        recording.meta = {
+            "source": "aria", "vrs": str(vrs_path), "camera": camera_label,
+            "device_version": str(calibration.get_device_version()).split(".")[-1],
+            # [width, height] of the stored frames: turning the image swaps the sensor's sides.
+            "image_size": [projector.height, projector.width] if upright else [projector.width, projector.height],
+            "rotated_cw90": bool(upright), "time_base": clock.name, "rate_hz": rate_hz,
+            "gaze_file": str(track.path) if track else None, "gaze_tolerance_s": gaze_tolerance_s,
+            "gaze_default_depth_m": default_depth_m, "speech_file": str(speech_csv) if speech_csv else None,
+        }
+        return writer.commit(recording, words)
+    except BaseException:
+        writer.abort()
+        raise
+

@@ -1,0 +1,126 @@
+"""The shard index (``index.json``): what each shard holds, so splits pick whole shards by day.
+
+Format (``INDEX_FORMAT``, version ``INDEX_VERSION``)::
+
+    {"format": "egohorizon-window-shards", "schema_version": 1, "window_schema_version": 1,
+     "build": {window_s, long_side, crop_size, draw_gaze, min_frames, samples_per_shard,
+               jpeg_quality, crop_quality, deid, window_schema_version, skipped_windows},
+     "totals": {"shards", "samples", "frames", "words", "bytes", "participants", "days",
+                "deid": {"frames", "faces", "text_boxes"}},
+     "shards": [{"path", "participant", "day", "sessions", "samples", "frames", "words", "bytes",
+                 "start", "end", "gaze_status_counts", "deid": {"frames", "faces", "text_boxes"}}, ...]}
+
+``build.skipped_windows`` counts windows left out for having fewer than ``min_frames`` frames;
+``deid.frames`` counts the frames that passed the de-identifier (0 when it was off).
+
+``path`` is relative to the index's folder. Each shard also has a sidecar ``<shard>.json`` holding its
+entry and the build settings; the index is assembled from the sidecars, and a re-run of the writer
+trusts a shard only when its sidecar exists, its build settings match, and its byte size agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from egohorizon.errors import DataError
+
+INDEX_FILE = "index.json"
+INDEX_FORMAT = "egohorizon-window-shards"
+INDEX_VERSION = 1
+
+
+@dataclass
+class ShardIndex:
+    root: Path
+    build: dict[str, Any]
+    shards: list[dict[str, Any]]
+    window_schema_version: int = 1
+
+    def path_of(self, entry: dict[str, Any]) -> Path:
+        return self.root / entry["path"]
+
+    def urls(self, entries: list[dict[str, Any]] | None = None) -> list[str]:
+        return [str(self.path_of(e)) for e in (self.shards if entries is None else entries)]
+
+    def expected_samples(self) -> dict[str, int]:
+        """Shard path (as in ``urls``) -> sample count, to count samples lost in a damaged shard."""
+        return {str(self.path_of(e)): int(e["samples"]) for e in self.shards}
+
+    def totals(self) -> dict[str, Any]:
+        deid: Counter = Counter()
+        for entry in self.shards:
+            deid.update(entry.get("deid", {}))
+        return {
+            "shards": len(self.shards),
+            "samples": sum(e["samples"] for e in self.shards),
+            "frames": sum(e.get("frames", 0) for e in self.shards),
+            "words": sum(e.get("words", 0) for e in self.shards),
+            "bytes": sum(e["bytes"] for e in self.shards),
+            "participants": sorted({e["participant"] for e in self.shards}),
+            "days": sorted({e["day"] for e in self.shards}),
+            "deid": dict(deid),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"format": INDEX_FORMAT, "schema_version": INDEX_VERSION,
+                "window_schema_version": self.window_schema_version, "build": self.build,
+                "totals": self.totals(), "shards": self.shards}
+
+    def save(self) -> Path:
+        path = self.root / INDEX_FILE
+        write_json_atomic(path, self.to_dict())
+        return path
+
+    @classmethod
+    def load(cls, root_or_file: str | os.PathLike) -> ShardIndex:
+        path = Path(root_or_file)
+        if path.is_dir():
+            path = path / INDEX_FILE
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise DataError(f"{path}: shard index not found (build shards with `egohorizon shards build`)") from None
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            raise DataError(f"{path}: shard index is not valid JSON ({error})") from None
+        if not isinstance(obj, dict) or obj.get("format") != INDEX_FORMAT:
+            raise DataError(f"{path}: field 'format': expected {INDEX_FORMAT!r}, got {obj.get('format')!r}"
+                            if isinstance(obj, dict) else f"{path}: expected a JSON object")
+        if obj.get("schema_version") != INDEX_VERSION:
+            raise DataError(f"{path}: field 'schema_version': expected {INDEX_VERSION}, got "
+                            f"{obj.get('schema_version')!r}; rebuild the shards")
+        shards = obj.get("shards")
+        if not isinstance(shards, list):
+            raise DataError(f"{path}: field 'shards': expected a list")
+        for i, entry in enumerate(shards):
+            for key in ("path", "participant", "day", "samples", "bytes"):
+                if not isinstance(entry, dict) or key not in entry:
+                    raise DataError(f"{path}: field 'shards[{i}].{key}': missing")
+        return cls(root=path.parent, build=obj.get("build", {}), shards=shards,
+                   window_schema_version=obj.get("window_schema_version", 1))
+
+    def select(self, *, days: set[tuple[str, str]] | None = None,
+               participants: set[str] | None = None) -> list[dict[str, Any]]:
+        """Entries whose (participant, day) is in ``days`` and participant in ``participants``."""
+        return [e for e in self.shards
+                if (days is None or (e["participant"], e["day"]) in days)
+                and (participants is None or e["participant"] in participants)]
+
+    def participant_days(self) -> dict[tuple[str, str], float]:
+        """(participant, day) -> earliest start, for building held-out-day splits."""
+        out: dict[tuple[str, str], float] = {}
+        for entry in self.shards:
+            key = (entry["participant"], entry["day"])
+            out[key] = min(out.get(key, float("inf")), float(entry.get("start", 0.0)))
+        return out
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)

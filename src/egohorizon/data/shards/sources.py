@@ -1,0 +1,74 @@
+"""What the shard writer reads: recordings with lazily loaded frames, their words and events.
+
+Two kinds of input become ``RecordingSource`` objects:
+- ingested recordings (``egohorizon ingest aria|video``), frames read from their JPEG files;
+- the demo world, whose frames are rendered on the fly (deterministic per session and time) and
+  never stored as files.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from egohorizon.data.ingested import GAZE_MISSING, IngestedRecording, Word, find_ingested
+from egohorizon.data.windows import SourceFrame
+from egohorizon.schema import Event, Recording, load_jsonl
+
+
+@dataclass
+class RecordingSource:
+    recording: Recording
+    frames: list[SourceFrame]
+    words: list[Word]
+    events: list[Event] = field(default_factory=list)
+    kind: str = "ingested"  # "ingested" or "demo": decides the de-identification default
+
+
+def _load_ingested_frame(recording: IngestedRecording, index: int) -> np.ndarray:
+    return recording.load_image(recording.frames[index])
+
+
+def ingested_source(recording: IngestedRecording, events: Sequence[Event] = ()) -> RecordingSource:
+    frames = [SourceFrame(t=f.t, load=functools.partial(_load_ingested_frame, recording, i), gaze=f.gaze,
+                          gaze_status=f.gaze_status, gaze_confidence=f.gaze_confidence, gaze_dt=f.gaze_dt)
+              for i, f in enumerate(recording.frames)]
+    participant = recording.recording.participant
+    return RecordingSource(recording=recording.recording, frames=frames, words=list(recording.words),
+                           events=[e for e in events if e.participant == participant], kind="ingested")
+
+
+def ingested_sources(paths: Iterable[str | os.PathLike],
+                     event_files: Iterable[str | os.PathLike] = ()) -> list[RecordingSource]:
+    """Sources for every ingested recording folder at or below ``paths``; events from JSONL files."""
+    events = [e for path in event_files for e in load_jsonl(path, Event)]
+    return [ingested_source(IngestedRecording.load(p), events) for p in find_ingested(paths)]
+
+
+def _render_demo_frame(world, session: str, t: float, size: int):
+    image, gaze, confidence = world.render_frame(session, t, size=size)
+    return np.asarray(image.convert("RGB")), gaze, confidence
+
+
+def demo_sources(world, *, frame_size: int = 448, rate_hz: float = 1.0,
+                 recordings: Sequence[Recording] | None = None) -> list[RecordingSource]:
+    """Sources for the demo world's recordings: 1 Hz frames rendered at ``frame_size`` when a window
+    is built (with their gaze point), never stored as files."""
+    sources = []
+    transcript = list(getattr(world, "transcript", []) or [])
+    for recording in recordings if recordings is not None else world.recordings:
+        count = max(1, math.floor((recording.end - recording.start) * rate_hz + 1e-9))
+        times = [recording.start + k / rate_hz for k in range(count)]
+        frames = [SourceFrame(t=t, load=functools.partial(_render_demo_frame, world, recording.session, t, frame_size),
+                              gaze_status=GAZE_MISSING, gaze_dt=0.0) for t in times]
+        words = [Word(start=float(u["start"]), end=float(u["end"]), text=str(u["text"]))
+                 for u in transcript
+                 if u.get("participant") == recording.participant and u.get("session") == recording.session]
+        events = [e for e in world.events if e.participant == recording.participant]
+        sources.append(RecordingSource(recording=recording, frames=frames, words=words, events=events, kind="demo"))
+    return sources

@@ -1,0 +1,186 @@
+"""The shard writer: window samples of many recordings -> WebDataset tar shards + index.json.
+
+- Shards are grouped by participant and calendar day (``<participant>/<day>/<participant>_<day>_00000.tar``)
+  so a held-out-day split selects whole shards; inside a group, windows are in time order and cut
+  into shards of ``samples_per_shard``.
+- Idempotent and resumable: the plan (which window goes to which shard) depends only on the inputs
+  and settings, so a re-run finds finished shards by their sidecar ``.json`` (same settings, same
+  byte size) and skips them without rendering anything. A shard is written under a temporary name
+  and renamed when complete, then its sidecar is written: a crash leaves no half shard that looks
+  finished, and the next run rebuilds exactly the shards that are missing.
+- Every frame passes the de-identifier (if any) before it is downscaled, cropped or stored; the
+  counts of what it masked go into the shard's entry.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from collections import Counter, defaultdict
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from egohorizon.data.ingested import GAZE_STATUSES, Word
+from egohorizon.data.shards.encode import encode_window
+from egohorizon.data.shards.index import ShardIndex, write_json_atomic
+from egohorizon.data.shards.sources import RecordingSource
+from egohorizon.data.windows import (WINDOW_SCHEMA_VERSION, SourceFrame, WindowConfig, build_window,
+                                     group_windows, safe_name)
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class WindowPlan:
+    source: RecordingSource
+    index: int
+    start: float
+    frames: list[SourceFrame]
+    words: list[Word]
+
+
+@dataclass
+class ShardPlan:
+    participant: str
+    day: str
+    number: int
+    windows: list[WindowPlan] = field(default_factory=list)
+
+    @property
+    def relpath(self) -> str:
+        p, d = safe_name(self.participant), safe_name(self.day)
+        return f"{p}/{d}/{p}_{d}_{self.number:05d}.tar"
+
+
+def plan_shards(sources: Sequence[RecordingSource], config: WindowConfig,
+                samples_per_shard: int) -> tuple[list[ShardPlan], int]:
+    """The deterministic shard plan and the number of windows left out (fewer than min_frames)."""
+    if samples_per_shard < 1:
+        raise ConfigError(f"samples_per_shard: expected >= 1, got {samples_per_shard}")
+    groups: dict[tuple[str, str], list[WindowPlan]] = defaultdict(list)
+    skipped = 0
+    seen_ids: set[str] = set()
+    for source in sources:
+        rec = source.recording
+        if rec.id in seen_ids:
+            raise ConfigError(f"recording {rec.id!r} is given twice; each recording must be sharded once")
+        seen_ids.add(rec.id)
+        for index, frames, words in group_windows(rec, source.frames, source.words, config.window_s):
+            if len(frames) < config.min_frames:
+                skipped += 1
+                continue
+            start = rec.start + index * config.window_s
+            groups[(rec.participant, rec.day)].append(WindowPlan(source, index, start, frames, words))
+    plans = []
+    for (participant, day), windows in sorted(groups.items()):
+        windows.sort(key=lambda w: (w.start, w.source.recording.session, w.index))
+        for number, begin in enumerate(range(0, len(windows), samples_per_shard)):
+            plans.append(ShardPlan(participant, day, number, windows[begin:begin + samples_per_shard]))
+    return plans, skipped
+
+
+def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any]) -> dict[str, Any] | None:
+    """The shard's entry if it was completely written with the same settings, else None."""
+    if not (sidecar.is_file() and tar_path.is_file()):
+        return None
+    try:
+        obj = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return None
+    if obj.get("build") != build:
+        changed = sorted(k for k in set(build) | set(obj.get("build", {}))
+                         if build.get(k) != obj.get("build", {}).get(k))
+        raise ConfigError(f"{tar_path} was built with other settings ({', '.join(changed)} differ); "
+                          "write to a new folder or pass --overwrite")
+    entry = obj.get("entry", {})
+    return entry if entry.get("bytes") == tar_path.stat().st_size else None
+
+
+def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deidentify: Callable | None,
+                jpeg_quality: int, crop_quality: int) -> tuple[dict[str, Any], list[str]]:
+    """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
+    import webdataset as wds
+
+    tar_path = out_dir / plan.relpath
+    tar_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = tar_path.with_name(f".{tar_path.name}.tmp-{os.getpid()}")
+    gaze, deid = Counter(), Counter()
+    keys, sessions, frames, words = [], [], 0, 0
+    try:
+        # mtime fixed: the same inputs give byte-identical shards.
+        with wds.TarWriter(str(tmp), encoder=False, mtime=0.0) as sink:
+            for window in plan.windows:
+                sample = build_window(window.source.recording, window.index, window.frames, window.words,
+                                      window.source.events, config, deidentify)
+                sink.write(encode_window(sample, jpeg_quality=jpeg_quality, crop_quality=crop_quality))
+                keys.append(sample.key)
+                frames += len(sample.frames)
+                words += len(sample.words)
+                gaze.update(f.gaze_status for f in sample.frames)
+                deid.update(sample.deid)
+                if deidentify is not None:
+                    deid["frames"] += len(sample.frames)
+                if sample.recording.session not in sessions:
+                    sessions.append(sample.recording.session)
+        os.replace(tmp, tar_path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    entry = {"path": plan.relpath, "participant": plan.participant, "day": plan.day, "sessions": sessions,
+             "samples": len(keys), "frames": frames, "words": words, "bytes": tar_path.stat().st_size,
+             "start": plan.windows[0].start, "end": plan.windows[-1].start + config.window_s,
+             "gaze_status_counts": {s: gaze.get(s, 0) for s in GAZE_STATUSES}, "deid": dict(deid)}
+    return entry, keys
+
+
+def build_settings(config: WindowConfig, *, samples_per_shard: int, jpeg_quality: int, crop_quality: int,
+                   deid: str) -> dict[str, Any]:
+    return {**asdict(config), "samples_per_shard": samples_per_shard, "jpeg_quality": jpeg_quality,
+            "crop_quality": crop_quality, "deid": deid, "window_schema_version": WINDOW_SCHEMA_VERSION}
+
+
+def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike, *,
+                 config: WindowConfig | None = None, samples_per_shard: int = 32, deid: str = "auto",
+                 jpeg_quality: int = 90, crop_quality: int = 95,
+                 deidentifier: Callable | None = None) -> ShardIndex:
+    """Writes (or completes) the shards of ``sources`` in ``out_dir`` and its index.json.
+
+    ``deid``: auto | on | off | faces | text (egohorizon.pipelines.deid.make_deidentifier); ``auto``
+    is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it."""
+    from egohorizon.pipelines.deid import make_deidentifier
+
+    config = config or WindowConfig()
+    out_dir = Path(out_dir)
+    kinds = {s.kind for s in sources}
+    kind = "demo" if kinds == {"demo"} else "real"
+    if deidentifier is not None:
+        resolved = "custom"
+    else:
+        deidentifier = make_deidentifier(deid, kind)
+        resolved = "off" if deidentifier is None else ("on" if deid == "auto" else deid)
+    build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
+                           crop_quality=crop_quality, deid=resolved)
+    plans, skipped = plan_shards(sources, config, samples_per_shard)
+    entries, reused = [], 0
+    for number, plan in enumerate(plans, start=1):
+        tar_path = out_dir / plan.relpath
+        sidecar = tar_path.with_suffix(".json")
+        entry = _finished_entry(sidecar, tar_path, build)
+        if entry is not None:
+            reused += 1
+        else:
+            entry, keys = write_shard(plan, out_dir, config, deidentify=deidentifier,
+                                      jpeg_quality=jpeg_quality, crop_quality=crop_quality)
+            write_json_atomic(sidecar, {"build": build, "entry": entry, "keys": keys})
+            log.info("shard %d/%d %s: %d samples, %.1f MB", number, len(plans), plan.relpath,
+                     entry["samples"], entry["bytes"] / 1e6)
+        entries.append(entry)
+    index = ShardIndex(root=out_dir, build={**build, "skipped_windows": skipped}, shards=entries)
+    index.save()
+    log.info("%s: %d shards (%d reused), %d samples, %d windows with fewer than %d frames left out",
+             out_dir, len(entries), reused, sum(e["samples"] for e in entries), skipped, config.min_frames)
+    return index
