@@ -1,0 +1,208 @@
+"""Checkpoints of a run: find them, read their trainable weights, export a plain PEFT adapter.
+
+Two kinds of checkpoint reach here:
+
+- a Lightning ``.ckpt`` file (single device, DDP): ``state_dict`` holds the trainable weights only
+  (``ForecastModule.on_save_checkpoint`` drops the frozen base), beside ``global_step``,
+  ``hyper_parameters`` and the ``egohorizon`` block (backbone, model id);
+- a DeepSpeed ZeRO checkpoint folder (``strategy=deepspeed_*``; Lightning names the folder like a file,
+  ``last.ckpt/``): every rank's shard of the fp32 master weights and optimizer state, consolidated here
+  with DeepSpeed's own ``zero_to_fp32`` (``get_fp32_state_dict_from_zero_checkpoint``). Lightning's
+  client state (global step, hyper-parameters, ...) sits in the rank-0 model-states file.
+
+Nothing here reads a Hydra config: the caller builds the LightningModule (``egohorizon.run`` does,
+from the run's ``config.yaml``) and ``export_adapter`` loads the weights into it and saves the adapter
+through the module's own ``save_adapter`` (adapter weights, tokenizer, prompt files).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from egohorizon.errors import DataError
+
+log = logging.getLogger(__name__)
+
+# Lightning wraps the LightningModule before handing it to DeepSpeed; its keys carry this prefix.
+DEEPSPEED_MODULE_PREFIX = "_forward_module."
+EXPORT_INFO_FILE = "export.json"
+
+
+@dataclass
+class Checkpoint:
+    """The trainable weights of one checkpoint and what Lightning stored beside them."""
+
+    path: Path
+    kind: str  # "lightning" | "deepspeed"
+    state_dict: dict[str, Any]
+    global_step: int | None
+    meta: dict[str, Any] = field(default_factory=dict)  # hyper_parameters, egohorizon, epoch, ...
+
+
+# -- finding -----------------------------------------------------------------------------------------
+
+def is_deepspeed_checkpoint(path: str | Path) -> bool:
+    """A ZeRO checkpoint folder: a ``latest`` tag file or a tag folder with ``*model_states.pt``."""
+    path = Path(path)
+    if not path.is_dir():
+        return False
+    return (path / "latest").is_file() or any(path.glob("*/*model_states.pt"))
+
+
+def run_checkpoints(run_dir: str | Path) -> list[Path]:
+    """A run's checkpoints, oldest first (by modification time): ``checkpoints/*.ckpt`` and the
+    ``hpc_ckpt_<n>.ckpt`` that Lightning's SLURM handler writes into the run folder on preemption."""
+    run_dir = Path(run_dir)
+    found = list((run_dir / "checkpoints").glob("*.ckpt")) + list(run_dir.glob("hpc_ckpt_*.ckpt"))
+    return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
+
+
+def find_checkpoint(run_dir: str | Path | None, ckpt: str | Path | None = None) -> Path:
+    """``ckpt`` when given (absolute, or relative to the run folder), else the run's newest checkpoint."""
+    if ckpt is not None:
+        candidates = [Path(ckpt)] + ([Path(run_dir) / ckpt] if run_dir is not None else [])
+        for candidate in candidates:
+            if candidate.exists():
+                return candidate
+        raise DataError(f"--ckpt {ckpt}: no such checkpoint file or folder")
+    if run_dir is None:
+        raise DataError("no run folder and no --ckpt: nothing to read")
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise DataError(f"{run_dir}: no such run folder")
+    found = run_checkpoints(run_dir)
+    if not found:
+        raise DataError(f"{run_dir}: no checkpoint (looked for checkpoints/*.ckpt and hpc_ckpt_*.ckpt)")
+    last = run_dir / "checkpoints" / "last.ckpt"
+    # last.ckpt is what a finished run ends with; a preempted run's newer hpc checkpoint wins over it.
+    newest = found[-1]
+    return newest if not last.exists() or newest.stat().st_mtime > last.stat().st_mtime else last
+
+
+# -- reading -----------------------------------------------------------------------------------------
+
+def read_checkpoint(path: str | Path) -> Checkpoint:
+    path = Path(path)
+    if is_deepspeed_checkpoint(path):
+        return _read_deepspeed(path)
+    if path.is_file():
+        return _read_lightning(path)
+    raise DataError(f"{path}: neither a Lightning .ckpt file nor a DeepSpeed checkpoint folder")
+
+
+def _read_lightning(path: Path) -> Checkpoint:
+    import torch
+
+    try:
+        # weights_only=False: a Lightning checkpoint holds plain Python objects (hyper-parameters,
+        # loop state) besides tensors; these are the user's own run files.
+        raw = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
+    except Exception as error:  # truncated or foreign file: say which and why
+        raise DataError(f"{path}: cannot read as a Lightning checkpoint ({type(error).__name__}: {error})") from None
+    if not isinstance(raw, dict) or "state_dict" not in raw:
+        raise DataError(f"{path}: not a Lightning checkpoint (no 'state_dict' entry)")
+    meta = {k: v for k, v in raw.items() if k not in ("state_dict", "optimizer_states")}
+    return Checkpoint(path=path, kind="lightning", state_dict=dict(raw["state_dict"]),
+                      global_step=raw.get("global_step"), meta=meta)
+
+
+def deepspeed_tag(folder: Path) -> str:
+    latest = folder / "latest"
+    if latest.is_file():
+        return latest.read_text().strip()
+    tags = sorted(p.parent.name for p in folder.glob("*/*model_states.pt"))
+    if not tags:
+        raise DataError(f"{folder}: no 'latest' file and no tag folder with model states")
+    return tags[-1]
+
+
+def _read_deepspeed(folder: Path) -> Checkpoint:
+    import torch
+    from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
+
+    tag = deepspeed_tag(folder)
+    states = sorted((folder / tag).glob("*model_states.pt"))
+    if not states:
+        raise DataError(f"{folder / tag}: no *model_states.pt file (an incomplete DeepSpeed checkpoint?)")
+    try:
+        # Only the trainable weights: the frozen base is rebuilt from the backbone, and the fp32
+        # consolidation of a 7B base would need tens of GB for nothing.
+        state_dict = get_fp32_state_dict_from_zero_checkpoint(str(folder), tag=tag, exclude_frozen_parameters=True)
+        # Lightning's client state (global step, hyper-parameters) is stored in rank 0's model states.
+        client = torch.load(states[0], map_location="cpu", weights_only=False, mmap=True)
+    except (OSError, RuntimeError, ValueError, KeyError) as error:
+        raise DataError(f"{folder}: cannot read the DeepSpeed checkpoint ({type(error).__name__}: {error})") from None
+    state_dict = {_strip_prefix(k, DEEPSPEED_MODULE_PREFIX): v for k, v in state_dict.items()}
+    deepspeed_keys = {"module", "buffer_names", "optimizer", "param_shapes", "frozen_param_shapes",
+                      "shared_params", "frozen_param_fragments", "lr_scheduler", "data_sampler", "random_ltd",
+                      "ds_config", "optimizer_states"}
+    meta = {k: v for k, v in client.items() if k not in deepspeed_keys}
+    meta["deepspeed"] = {"tag": tag, "version": client.get("ds_version"), "world_size": client.get("dp_world_size")}
+    return Checkpoint(path=folder, kind="deepspeed", state_dict=state_dict,
+                      global_step=client.get("global_step"), meta=meta)
+
+
+def _strip_prefix(key: str, prefix: str) -> str:
+    return key[len(prefix):] if key.startswith(prefix) else key
+
+
+# -- loading and exporting ---------------------------------------------------------------------------
+
+def load_trainable_weights(module, checkpoint: Checkpoint) -> None:
+    """Loads ``checkpoint`` into ``module`` (built, with its adapter in place), insisting that every
+    trainable parameter of the module is in the checkpoint and that nothing in it goes unused."""
+    trainable = {name for name, p in module.named_parameters() if p.requires_grad}
+    if not trainable:
+        raise DataError(f"{checkpoint.path}: the model built from the run's config has nothing trainable "
+                        "(no LoRA configured?)")
+    missing = sorted(trainable - set(checkpoint.state_dict))
+    if missing:
+        raise DataError(f"{checkpoint.path}: {len(missing)} trainable weight(s) missing from the checkpoint, "
+                        f"e.g. {missing[:3]}; was it written by a run with another LoRA config?")
+    result = module.load_state_dict(checkpoint.state_dict, strict=False)
+    if result.unexpected_keys:
+        raise DataError(f"{checkpoint.path}: {len(result.unexpected_keys)} weight(s) the model does not have, "
+                        f"e.g. {sorted(result.unexpected_keys)[:3]}")
+
+
+def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
+    """Writes a PEFT adapter folder for ``checkpoint`` into ``out_dir`` (replacing an older export).
+
+    ``module`` is the run's LightningModule after ``configure_model()``; it must offer
+    ``save_adapter(folder)`` (ForecastModule does). The folder gets an ``export.json`` naming the
+    source checkpoint, its kind and its global step.
+    """
+    import shutil
+    import tempfile
+
+    if not hasattr(module, "save_adapter"):
+        raise DataError(f"{type(module).__name__} cannot save an adapter (no save_adapter method)")
+    load_trainable_weights(module, checkpoint)
+    out_dir = Path(out_dir)
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    # Written beside the target and renamed into place: a reader never sees half an adapter.
+    staging = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.", dir=out_dir.parent))
+    try:
+        module.save_adapter(staging)
+        info = {"checkpoint": str(checkpoint.path), "kind": checkpoint.kind, "global_step": checkpoint.global_step,
+                "epoch": checkpoint.meta.get("epoch")}
+        if "deepspeed" in checkpoint.meta:
+            info["deepspeed"] = checkpoint.meta["deepspeed"]
+        (staging / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2, default=str) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        os.rename(staging, out_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("adapter of %s (step %s) written to %s", checkpoint.path, checkpoint.global_step, out_dir)
+    return out_dir
+
+
+def default_export_dir(checkpoint_path: Path) -> Path:
+    """``checkpoints/last.ckpt`` -> ``checkpoints/last.adapter`` (where AdapterCheckpoint puts its own)."""
+    return checkpoint_path.with_name(checkpoint_path.stem + ".adapter")
