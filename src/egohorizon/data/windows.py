@@ -52,11 +52,13 @@ class WindowConfig:
     crop_size: int = 256
     draw_gaze: bool = False
     min_frames: int = 1  # windows with fewer frames are not built (they are counted by the writer)
+    stride: int = 1  # build every stride-th window of a recording (1: all); a cheap subsample
 
     def __post_init__(self):
-        if self.window_s <= 0 or self.long_side < 8 or self.crop_size < 8 or self.min_frames < 0:
+        if (self.window_s <= 0 or self.long_side < 8 or self.crop_size < 8 or self.min_frames < 0
+                or self.stride < 1):
             raise ValueError(f"window config: expected window_s > 0, long_side >= 8, crop_size >= 8, "
-                             f"min_frames >= 0; got {self}")
+                             f"min_frames >= 0, stride >= 1; got {self}")
 
 
 @dataclass

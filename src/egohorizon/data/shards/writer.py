@@ -70,6 +70,8 @@ def plan_shards(sources: Sequence[RecordingSource], config: WindowConfig,
             raise ConfigError(f"recording {rec.id!r} is given twice; each recording must be sharded once")
         seen_ids.add(rec.id)
         for index, frames, words in group_windows(rec, source.frames, source.words, config.window_s):
+            if index % config.stride:
+                continue
             if len(frames) < config.min_frames:
                 skipped += 1
                 continue

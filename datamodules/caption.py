@@ -1,0 +1,258 @@
+"""CaptionDataModule: 30-second windows (frames, gaze, gaze crops, transcript, captions) streamed
+from WebDataset shards for a vision-language captioner (the model side comes later).
+
+Shards come from ``egohorizon shards build`` (``shards``: the folder with index.json) or, when unset,
+are built from the demo world on first use (``demo_shards_dir``). Held-out days pick whole shards:
+a day split file (egohorizon.data.splits, ``split_file``) or one made from the index's days with the
+project's split rules. Each batch is a dict (B windows, T frames padded to the longest window):
+
+    frames        uint8   [B, T, 3, H, W]  downscaled frames (padded with zeros)
+    frame_mask    bool    [B, T]           real frames
+    times         float32 [B, T]           seconds from the window start
+    gaze          float32 [B, T, 2]        gaze in frame pixels (NaN where missing)
+    gaze_norm     float32 [B, T, 2]        gaze as a fraction of the frame's width and height
+    gaze_valid    bool    [B, T]
+    gaze_confidence float32 [B, T]         NaN where the source gives none
+    crops         uint8   [B, T, 3, C, C]  native-resolution gaze crops (zeros where none)
+    crop_valid    bool    [B, T]
+    transcript, captions, key, participant, day, session, start, end: lists of length B
+
+Counters of skipped and corrupt samples are logged as ``<split>/data_<counter>`` and the run stops
+with a DataError naming the shards when more than ``max_bad_fraction`` of the samples are bad.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import numpy as np
+import torch
+
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+
+
+class CaptionInputs:
+    """Decoded window -> tensors for one sample (runs in the DataLoader workers; picklable)."""
+
+    def __init__(self, frames_per_window: int | None = None, crops: bool = True):
+        self.frames_per_window, self.crops = frames_per_window, crops
+
+    def pick(self, count: int) -> list[int]:
+        if self.frames_per_window is None or count <= self.frames_per_window:
+            return list(range(count))
+        return sorted({int(round(i)) for i in np.linspace(0, count - 1, self.frames_per_window)})
+
+    def __call__(self, window) -> dict[str, Any]:
+        meta = window.meta
+        if not window.frames:
+            raise ValueError(f"window {window.key} has no frames (shards built with min_frames=0)")
+        chosen = self.pick(len(window.frames))
+        frames, infos = [window.frames[i] for i in chosen], [meta["frames"][i] for i in chosen]
+        gaze = np.array([f["gaze"] if f["gaze"] else (np.nan, np.nan) for f in infos], dtype=np.float32)
+        sizes = np.array([[im.shape[1], im.shape[0]] for im in frames], dtype=np.float32)
+        out = {
+            "frames": [torch.from_numpy(np.ascontiguousarray(im.transpose(2, 0, 1))) for im in frames],
+            "times": torch.tensor([f["t"] - meta["start"] for f in infos], dtype=torch.float32),
+            "gaze": torch.from_numpy(gaze),
+            "gaze_norm": torch.from_numpy((gaze + 0.5) / sizes),
+            "gaze_valid": torch.from_numpy(~np.isnan(gaze[:, 0])),
+            "gaze_confidence": torch.tensor([np.nan if f["gaze_confidence"] is None else f["gaze_confidence"]
+                                             for f in infos], dtype=torch.float32),
+            "transcript": meta["transcript"], "captions": list(meta["captions"]),
+            **{k: meta[k] for k in ("key", "participant", "day", "session", "start", "end")},
+        }
+        if self.crops:
+            crops = [window.crops[i] for i in chosen]
+            out["crops"] = [None if c is None else torch.from_numpy(np.ascontiguousarray(c.transpose(2, 0, 1)))
+                            for c in crops]
+        return out
+
+
+def _pad_images(images_per_sample: list[list[torch.Tensor | None]], length: int) -> torch.Tensor:
+    shapes = [im.shape for ims in images_per_sample for im in ims if im is not None]
+    channels = shapes[0][0] if shapes else 3
+    height = max((s[1] for s in shapes), default=1)
+    width = max((s[2] for s in shapes), default=1)
+    out = torch.zeros(len(images_per_sample), length, channels, height, width, dtype=torch.uint8)
+    for b, ims in enumerate(images_per_sample):
+        for t, im in enumerate(ims):
+            if im is not None:
+                out[b, t, :, :im.shape[1], :im.shape[2]] = im
+    return out
+
+
+def collate_windows(samples: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pads frames (and crops) to the longest window and the largest frame of the batch."""
+    length = max(len(s["frames"]) for s in samples)
+
+    def padded(key: str, fill: float, dtype: torch.dtype, tail: tuple = ()) -> torch.Tensor:
+        out = torch.full((len(samples), length, *tail), fill, dtype=dtype)
+        for b, s in enumerate(samples):
+            out[b, :len(s[key])] = s[key]
+        return out
+
+    batch = {
+        "frames": _pad_images([s["frames"] for s in samples], length),
+        "frame_mask": torch.zeros(len(samples), length, dtype=torch.bool),
+        "times": padded("times", 0.0, torch.float32),
+        "gaze": padded("gaze", math.nan, torch.float32, (2,)),
+        "gaze_norm": padded("gaze_norm", math.nan, torch.float32, (2,)),
+        "gaze_valid": padded("gaze_valid", False, torch.bool),
+        "gaze_confidence": padded("gaze_confidence", math.nan, torch.float32),
+    }
+    for b, s in enumerate(samples):
+        batch["frame_mask"][b, :len(s["frames"])] = True
+    if "crops" in samples[0]:
+        batch["crops"] = _pad_images([s["crops"] for s in samples], length)
+        batch["crop_valid"] = torch.zeros(len(samples), length, dtype=torch.bool)
+        for b, s in enumerate(samples):
+            batch["crop_valid"][b, :len(s["crops"])] = torch.tensor([c is not None for c in s["crops"]])
+    for key in ("transcript", "captions", "key", "participant", "day", "session", "start", "end"):
+        batch[key] = [s[key] for s in samples]
+    return batch
+
+
+class CaptionDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        shards: str | None = None,
+        demo_dir: str | None = None,
+        demo_shards_dir: str | None = None,
+        demo_days: int | None = 4,
+        demo_window_stride: int = 10,
+        split_file: str | None = None,
+        val_frac: float = 0.15,
+        test_frac: float = 0.15,
+        split_strategy: str = "random",
+        min_history_days: int = 1,
+        long_side: int = 448,
+        crop_size: int = 256,
+        frames_per_window: int | None = None,
+        crops: bool = True,
+        batch_size: int = 2,
+        eval_batch_size: int | None = None,
+        num_workers: int = 2,
+        shuffle_buffer: int = 16,
+        resampled: bool = False,
+        epoch_samples: int | None = None,
+        max_bad_fraction: float = 0.05,
+        min_samples_for_check: int = 32,
+        log_every: int = 50,
+        seed: int = 0,
+    ):
+        super().__init__()
+        if resampled and not epoch_samples:
+            raise ConfigError("data.resampled=true needs data.epoch_samples (samples per epoch over all ranks)")
+        self.shards, self.demo_dir, self.demo_shards_dir = shards, demo_dir, demo_shards_dir
+        self.demo_days, self.demo_window_stride = demo_days, demo_window_stride
+        self.split_file = split_file
+        self.split_args = dict(val_frac=val_frac, test_frac=test_frac, seed=seed, strategy=split_strategy,
+                               min_history_days=min_history_days)
+        self.long_side, self.crop_size = long_side, crop_size
+        self.inputs = CaptionInputs(frames_per_window, crops)
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
+        self.num_workers, self.shuffle_buffer = num_workers, shuffle_buffer
+        self.resampled, self.epoch_samples = resampled, epoch_samples
+        self.max_bad_fraction, self.min_samples_for_check = max_bad_fraction, min_samples_for_check
+        self.log_every, self.seed = log_every, seed
+        self.index = None
+        self.selected: dict[str, list[dict]] = {}
+
+    # -- shards ---------------------------------------------------------------------------------
+
+    def shard_dir(self) -> Path:
+        if self.shards:
+            return Path(self.shards)
+        return Path(self.demo_shards_dir or "data/demo_shards")
+
+    def prepare_data(self) -> None:
+        """Builds the demo world's shards on first use (rank 0 only; resumable)."""
+        if self.shards:
+            return
+        from egohorizon.data.demo import ensure_demo_world, load_demo_world
+        from egohorizon.data.shards.sources import demo_sources
+        from egohorizon.data.shards.writer import build_shards
+        from egohorizon.data.windows import WindowConfig
+
+        world = load_demo_world(ensure_demo_world(self.demo_dir))
+        days = sorted({r.day for r in world.recordings})[: self.demo_days] if self.demo_days else None
+        recordings = [r for r in world.recordings if days is None or r.day in days]
+        config = WindowConfig(long_side=self.long_side, crop_size=self.crop_size, stride=self.demo_window_stride)
+        build_shards(demo_sources(world, frame_size=self.long_side, recordings=recordings), self.shard_dir(),
+                     config=config, deid="auto")
+
+    def setup(self, stage: str | None = None) -> None:
+        from egohorizon.data.shards.index import ShardIndex
+
+        if self.index is not None:
+            return
+        self.index = ShardIndex.load(self.shard_dir())
+        split = self._day_split()
+        for name in SPLITS:
+            self.selected[name] = self.index.select(days=split.days_in(name))
+        unknown = [e["path"] for e in self.index.shards if split.get(e["participant"], e["day"]) is None]
+        if unknown:
+            log.warning("%d shard(s) of days the split does not know are left out: %s", len(unknown), unknown[:5])
+        log.info("caption shards per split: %s", {k: len(v) for k, v in self.selected.items()})
+
+    def _day_split(self):
+        from egohorizon.data.splits import DaySplit, make_day_split
+        from egohorizon.schema import Event
+
+        if self.split_file:
+            return DaySplit.load(self.split_file)
+        # One stand-in event per (participant, day) at the day's first window: make_day_split orders
+        # and draws days exactly as it does for the event files.
+        stand_ins = [Event(id=f"{p}/{d}", participant=p, day=d, session="", level=1, start=t, end=t, text="")
+                     for (p, d), t in sorted(self.index.participant_days().items())]
+        return make_day_split(stand_ins, **self.split_args)
+
+    # -- loaders --------------------------------------------------------------------------------
+
+    def _loader(self, split: str):
+        from egohorizon.data.shards.stream import WindowStream, make_loader
+
+        if self.index is None:
+            self.setup()
+        train = split == "train"
+        entries = self.selected[split]
+        if not entries:
+            raise ConfigError(f"no shards for the {split!r} split in {self.shard_dir()}: the split has no days "
+                              "with shards (check data.split_file or the val/test fractions)")
+        stream = WindowStream(self.index.urls(entries), expected_samples=self.index.expected_samples(),
+                              batch_size=self.batch_size if train else self.eval_batch_size,
+                              model_inputs=self.inputs, collate=collate_windows, shuffle=train,
+                              shuffle_buffer=self.shuffle_buffer, seed=self.seed,
+                              resampled=self.resampled and train, crops=self.inputs.crops)
+        epoch_batches = None
+        if train and self.resampled:
+            epoch_batches = max(1, self.epoch_samples // (self.batch_size * stream.world_size))
+        return make_loader(stream, num_workers=self.num_workers, max_bad_fraction=self.max_bad_fraction,
+                           min_samples=self.min_samples_for_check, epoch_batches=epoch_batches,
+                           report_every=self.log_every, on_counters=lambda counters, final: self._log_counters(split, counters, final))
+
+    def train_dataloader(self):
+        return self._loader("train")
+
+    def val_dataloader(self):
+        return self._loader("val")
+
+    def test_dataloader(self):
+        return self._loader("test")
+
+    def _log_counters(self, split: str, counters: dict[str, float], final: bool) -> None:
+        trainer = getattr(self, "trainer", None)
+        if trainer is not None and trainer.logger is not None:
+            trainer.logger.log_metrics({f"{split}/data_{k}": v for k, v in counters.items()},
+                                       step=trainer.global_step)
+        if final:
+            log.info("%s stream: %d samples, %d bad (%.2f%%), %d shard errors", split, counters["samples_ok"],
+                     counters["samples_bad"], 100 * counters["bad_fraction"], counters["shard_errors"])

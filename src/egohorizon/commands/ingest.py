@@ -1,0 +1,90 @@
+"""``egohorizon ingest aria|video``: recordings -> ingested recording folders (frames, gaze, words)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "ingest", help="sample frames (1 Hz), gaze and speech from Aria VRS or video files",
+        description="Turn a recording into an ingested recording folder (recording.json, frames.jsonl, "
+                    "frames/*.jpg at native resolution, transcript.jsonl) that `egohorizon shards build` reads.")
+    sub = parser.add_subparsers(dest="ingest_command", metavar="SOURCE", required=True)
+
+    aria = sub.add_parser("aria", help="a Project Aria VRS file with its MPS eye gaze and speech.csv",
+                          description="Sample the RGB stream at --rate Hz, match MPS eye gaze to each frame "
+                                      "(nearest sample within --gaze-tolerance s) and project it into the "
+                                      "image through the device calibration; group speech.csv words by time.")
+    aria.add_argument("vrs", help="the .vrs file")
+    aria.add_argument("--mps", help="MPS output folder (default: <vrs folder>/mps when present); the eye-gaze "
+                                    "CSV is found inside (personalized, general, generalized, eyegaze.csv)")
+    aria.add_argument("--gaze", help="an eye-gaze CSV, instead of searching --mps")
+    aria.add_argument("--speech", help="speech.csv (default: <vrs folder>/speech.csv when present)")
+    aria.add_argument("--gaze-tolerance", type=float, default=0.1, help="seconds (default 0.1)")
+    aria.add_argument("--upright", choices=("auto", "yes", "no"), default="auto",
+                      help="turn frames upright (auto: Gen1 yes, Gen2 no)")
+    aria.add_argument("--time-base", choices=("epoch", "device"), default="epoch",
+                      help="epoch: the VRS clock's wall time (default); device: device seconds (then pass --day)")
+    _common(aria)
+    aria.set_defaults(handler=run_aria)
+
+    video = sub.add_parser("video", help="an MP4 (or any container decord/PyAV reads)",
+                           description="Sample frames at --rate Hz with decord (PyAV when decord cannot).")
+    video.add_argument("video", help="the video file")
+    video.add_argument("--start-time", type=float, help="epoch seconds of the first frame (default: the "
+                                                        "container's creation_time; else relative times)")
+    video.add_argument("--backend", choices=("auto", "decord", "pyav"), default="auto")
+    _common(video)
+    video.set_defaults(handler=run_video)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", required=True, help="the recording folder to write")
+    parser.add_argument("--participant", required=True)
+    parser.add_argument("--day", help="calendar day YYYY-MM-DD (default: from the recording's clock)")
+    parser.add_argument("--session", help="session id (default: the file name)")
+    parser.add_argument("--rate", type=float, default=1.0, help="frames per second to keep (default 1; 0: all)")
+    parser.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+
+
+def _summary(recording) -> None:
+    meta = recording.meta
+    print(json.dumps({"out": str(recording.root), "recording": recording.recording.id,
+                      "start": recording.recording.start, "end": recording.recording.end,
+                      "frames": meta.get("frames"), "words": meta.get("words"),
+                      "gaze_status_counts": meta.get("gaze_status_counts")}, indent=1))
+
+
+def run_aria(args: argparse.Namespace) -> int:
+    from egohorizon.data.aria import find_gaze_csv, ingest_aria
+    from egohorizon.errors import DataError
+
+    vrs = Path(args.vrs)
+    gaze = args.gaze
+    if gaze is None:
+        mps = Path(args.mps) if args.mps else vrs.parent / "mps"
+        gaze = find_gaze_csv(mps) if mps.is_dir() else None
+        if args.mps and gaze is None:
+            raise DataError(f"{mps}: no eye-gaze CSV found (looked for personalized_eye_gaze.csv, "
+                            "general_eye_gaze.csv, generalized_eye_gaze.csv, eyegaze.csv)")
+    speech = args.speech or (vrs.parent / "speech.csv" if (vrs.parent / "speech.csv").is_file() else None)
+    upright = {"auto": None, "yes": True, "no": False}[args.upright]
+    recording = ingest_aria(vrs, args.out, participant=args.participant, day=args.day, session=args.session,
+                            gaze_csv=gaze, speech_csv=speech, rate_hz=args.rate or None,
+                            gaze_tolerance_s=args.gaze_tolerance, upright=upright, time_base=args.time_base,
+                            overwrite=args.overwrite)
+    _summary(recording)
+    return 0
+
+
+def run_video(args: argparse.Namespace) -> int:
+    from egohorizon.data.video import ingest_video
+
+    recording = ingest_video(args.video, args.out, participant=args.participant, day=args.day,
+                             session=args.session, rate_hz=args.rate or None, start_time=args.start_time,
+                             backend=args.backend, overwrite=args.overwrite)
+    _summary(recording)
+    return 0

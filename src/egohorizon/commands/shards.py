@@ -1,0 +1,119 @@
+"""``egohorizon shards build|stats|verify``: window shards from recordings or the demo world."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("shards", help="build, summarise and check WebDataset window shards",
+                                   description="WebDataset shards of 30 s window samples (SPEC §5).")
+    sub = parser.add_subparsers(dest="shards_command", metavar="SUBCOMMAND", required=True)
+
+    build = sub.add_parser(
+        "build", help="windows of ingested recordings or of the demo world -> shards + index.json",
+        description="Cut recordings into 30 s windows (downscaled frames, gaze, native gaze crops, transcript, "
+                    "overlapping events) and write them as tar shards grouped by participant and day. "
+                    "Re-running completes an interrupted build and skips finished shards.")
+    source = build.add_mutually_exclusive_group(required=True)
+    source.add_argument("--ingested", nargs="+", metavar="PATH",
+                        help="ingested recording folders, or folders searched for them")
+    source.add_argument("--demo", action="store_true", help="the demo world (frames rendered on the fly)")
+    build.add_argument("--out", required=True, help="the shard folder")
+    build.add_argument("--events", nargs="*", default=[], metavar="FILE",
+                       help="event .jsonl files whose events are attached to overlapping windows")
+    build.add_argument("--demo-dir", help="demo world folder (default: data/demo)")
+    build.add_argument("--demo-days", type=int, default=None, help="only the first N recorded demo days")
+    build.add_argument("--window", type=float, default=30.0, help="window length in seconds (default 30)")
+    build.add_argument("--long-side", type=int, default=448, help="stored frames' long side in px (default 448)")
+    build.add_argument("--crop-size", type=int, default=256, help="native gaze crop size in px (default 256)")
+    build.add_argument("--draw-gaze", action="store_true", help="draw the gaze on the stored frames")
+    build.add_argument("--min-frames", type=int, default=1, help="leave out windows with fewer frames (default 1)")
+    build.add_argument("--stride", type=int, default=1, help="keep every N-th window (default 1: all)")
+    build.add_argument("--samples-per-shard", type=int, default=32)
+    build.add_argument("--jpeg-quality", type=int, default=90)
+    build.add_argument("--deid", choices=("auto", "on", "off", "faces", "text"), default="auto",
+                       help="de-identification: auto = off for the demo world, faces + text for real data")
+    build.set_defaults(handler=run_build)
+
+    stats = sub.add_parser("stats", help="what a shard folder holds (from index.json)")
+    stats.add_argument("path", help="the shard folder or its index.json")
+    stats.add_argument("--json", dest="as_json", action="store_true")
+    stats.set_defaults(handler=run_stats)
+
+    verify = sub.add_parser("verify", help="read every sample of every shard; exit 1 if anything is wrong")
+    verify.add_argument("path", help="the shard folder or its index.json")
+    verify.add_argument("--json", dest="as_json", action="store_true")
+    verify.set_defaults(handler=run_verify)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from egohorizon.data.shards.sources import demo_sources, ingested_sources
+    from egohorizon.data.shards.writer import build_shards
+    from egohorizon.data.windows import WindowConfig
+    from egohorizon.errors import ConfigError
+
+    try:
+        config = WindowConfig(window_s=args.window, long_side=args.long_side, crop_size=args.crop_size,
+                              draw_gaze=args.draw_gaze, min_frames=args.min_frames, stride=args.stride)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    if args.demo:
+        from egohorizon.data.demo import ensure_demo_world, load_demo_world
+
+        world = load_demo_world(ensure_demo_world(args.demo_dir))
+        days = sorted({r.day for r in world.recordings})[: args.demo_days] if args.demo_days else None
+        recordings = [r for r in world.recordings if days is None or r.day in days]
+        sources = demo_sources(world, frame_size=args.long_side, recordings=recordings)
+    else:
+        sources = ingested_sources(args.ingested, args.events)
+    index = build_shards(sources, args.out, config=config, samples_per_shard=args.samples_per_shard,
+                         deid=args.deid, jpeg_quality=args.jpeg_quality)
+    print(json.dumps({"index": str(index.root / "index.json"), **index.totals()}, indent=1))
+    return 0
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from egohorizon.data.shards.index import ShardIndex
+
+    index = ShardIndex.load(args.path)
+    totals = index.totals()
+    per_day = {}
+    for entry in index.shards:
+        key = f"{entry['participant']} {entry['day']}"
+        shards, samples, size = per_day.get(key, (0, 0, 0))
+        per_day[key] = (shards + 1, samples + entry["samples"], size + entry["bytes"])
+    if args.as_json:
+        json.dump({**totals, "build": index.build, "per_day": {k: dict(zip(("shards", "samples", "bytes"), v))
+                                                               for k, v in per_day.items()}}, sys.stdout, indent=1)
+        print()
+        return 0
+    print(f"{index.root}: {totals['shards']} shards, {totals['samples']} samples, {totals['frames']} frames, "
+          f"{totals['words']} words, {totals['bytes'] / 1e6:.1f} MB")
+    print(f"participants: {', '.join(totals['participants'])}; days: {len(totals['days'])}; "
+          f"de-identification: {index.build.get('deid')} {totals['deid'] or ''}")
+    print(f"windows left out (< {index.build.get('min_frames')} frames): {index.build.get('skipped_windows', 0)}")
+    for key, (shards, samples, size) in per_day.items():
+        print(f"  {key}: {shards} shard(s), {samples} samples, {size / 1e6:.1f} MB")
+    return 0
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    from egohorizon.data.shards.index import ShardIndex
+    from egohorizon.data.shards.verify import verify_index
+
+    index = ShardIndex.load(args.path)
+    reports, totals = verify_index(index)
+    if args.as_json:
+        json.dump({"totals": totals, "shards": [r.__dict__ for r in reports]}, sys.stdout, indent=1)
+        print()
+    else:
+        for report in reports:
+            for problem in report.problems:
+                print(f"{report.path}: {problem}")
+        bad = totals["shards_with_problems"]
+        print(f"{index.root}: {len(reports)} shards, {sum(r.samples_ok for r in reports)} good samples, "
+              f"{bad} shard(s) with problems", file=sys.stderr if bad else sys.stdout)
+    return 1 if totals["shards_with_problems"] else 0

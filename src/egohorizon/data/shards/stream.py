@@ -1,0 +1,270 @@
+"""Streaming window shards into a model: the pipeline of named stages, the loader, the health check.
+
+    shard_list -> shard_shuffle -> split_by_node -> split_by_worker -> tar_to_samples
+      -> sample_shuffle -> decode -> model_inputs -> batch
+
+- ``WindowStream`` is the torch IterableDataset running these stages in each DataLoader worker.
+  Without resampling, every sample of the selected shards is seen exactly once per epoch across
+  ranks and workers (shards are dealt out by rank, then by worker; the shard order is reshuffled
+  each epoch with the same seed on every rank). With ``resampled=True``, each rank and worker draws
+  shards with replacement (WebDataset's ResampledShards, seeded by seed, epoch, rank, worker) and
+  the loader stops after a fixed number of batches: the multi-node recipe, where equal batch counts
+  per rank matter more than exact coverage.
+- ``MonitoredLoader`` wraps the DataLoader in the main process: it strips the counters that every
+  batch carries, sums them over workers, hands them to a logging callback, and raises DataError
+  naming the bad shards when the share of bad samples passes ``max_bad_fraction``.
+
+This module is the torch side of the shards package (it imports torch); the writer and index do not.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import multiprocessing
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import torch
+import webdataset as wds
+from torch.utils.data import DataLoader, IterableDataset
+from webdataset.utils import PipelineStage
+
+from egohorizon.data.shards import stages
+from egohorizon.data.shards.stages import FINAL_KEY, STATS_KEY, StreamStats
+from egohorizon.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+BAD_REASONS = ("missing_field", "corrupt_image", "bad_metadata", "bad_model_input", stages.LOST_IN_SHARD)
+
+
+def distributed_rank() -> tuple[int, int]:
+    """(rank, world size) of this process: torch.distributed when initialised, else 0 and 1."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return torch.distributed.get_rank(), torch.distributed.get_world_size()
+    return 0, 1
+
+
+def identity(x: Any) -> Any:
+    return x
+
+
+def as_list(samples: list) -> dict:
+    return {"samples": samples}
+
+
+class WindowStream(IterableDataset):
+    """The stages above over a list of shard paths; see the module docstring."""
+
+    def __init__(self, urls: Sequence[str], *, expected_samples: dict[str, int] | None = None,
+                 batch_size: int = 1, model_inputs: Callable = identity, collate: Callable = as_list,
+                 shuffle: bool = True, shuffle_buffer: int = 32, seed: int = 0, resampled: bool = False,
+                 crops: bool = True, rank: int | None = None, world_size: int | None = None,
+                 partial_batches: bool = True):
+        super().__init__()
+        if not urls:
+            raise ConfigError("no shards selected: check the shard folder and the split's days")
+        self.urls = list(urls)
+        self.expected = dict(expected_samples or {})
+        self.batch_size, self.model_inputs, self.collate = batch_size, model_inputs, collate
+        self.shuffle, self.shuffle_buffer, self.seed = shuffle, shuffle_buffer, seed
+        self.resampled, self.crops, self.partial_batches = resampled, crops, partial_batches
+        if rank is None or world_size is None:
+            rank, world_size = distributed_rank()
+        self.rank, self.world_size = rank, world_size
+        # Shared with the workers (open_clip's SharedEpoch): the loader sets it before each epoch,
+        # so the shard order changes per epoch even with persistent workers.
+        self._epoch = multiprocessing.Value("i", 0)
+
+    def set_epoch(self, epoch: int) -> None:
+        self._epoch.value = epoch
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch.value
+
+    def stages(self, stats: StreamStats, epoch: int) -> list[tuple[str, Callable]]:
+        if self.resampled:
+            # Resampling draws independently per rank and worker: no splitting (the seed differs).
+            source = wds.ResampledShards(self.urls, seed=self.seed, deterministic=True,
+                                         worker_seed=_RankWorkerSeed(self.rank))
+            source.epoch = epoch - 1  # ResampledShards adds one before drawing
+            pipeline = [("shard_list", source)]
+        else:
+            pipeline = [("shard_list", wds.SimpleShardList(self.urls))]
+            if self.shuffle:
+                n = len(self.urls)
+                pipeline.append(("shard_shuffle", wds.detshuffle(bufsize=n, initial=n, seed=self.seed,
+                                                                 epoch=epoch - 1)))
+            pipeline += [("split_by_node", stages.split_by_node(self.rank, self.world_size)),
+                         ("split_by_worker", wds.split_by_worker)]
+        pipeline.append(("tar_to_samples", stages.read_shards(stats, self.expected)))
+        if self.shuffle and self.shuffle_buffer > 1:
+            pipeline.append(("sample_shuffle", stages.sample_shuffle(self.shuffle_buffer, self.seed, epoch, self.rank)))
+        pipeline += [("decode", stages.decode(stats, crops=self.crops)),
+                     ("model_inputs", stages.model_inputs(self.model_inputs, stats)),
+                     ("batch", stages.batch(self.batch_size, self.collate, stats, self.partial_batches))]
+        return pipeline
+
+    @property
+    def stage_names(self) -> list[str]:
+        return [name for name, _ in self.stages(StreamStats(), 0)]
+
+    def __iter__(self) -> Iterator[dict]:
+        worker, _ = stages.worker_info()
+        stats = StreamStats(rank=self.rank, worker=worker)
+        pipeline = self.stages(stats, self.epoch)
+        data = iter(pipeline[0][1])
+        for _, stage in pipeline[1:]:
+            data = stage.run(data) if isinstance(stage, PipelineStage) else stage(data)
+        return data
+
+    def batches_per_rank(self, num_workers: int, epoch: int | None = None) -> list[int]:
+        """Batches each rank yields in an epoch (no resampling), from the index's sample counts:
+        the same shard order and dealing as the workers use."""
+        epoch = self.epoch if epoch is None else epoch
+        urls = iter(self.urls)
+        if self.shuffle:
+            n = len(self.urls)
+            urls = (d["url"] for d in wds.detshuffle(bufsize=n, initial=n, seed=self.seed,
+                                                     epoch=epoch - 1).run(iter(dict(url=u) for u in self.urls)))
+        ordered = list(urls)
+        counts = []
+        for rank in range(self.world_size):
+            mine = ordered[rank::self.world_size]
+            total = 0
+            for worker in range(max(1, num_workers)):
+                samples = sum(self.expected.get(u, 0) for u in mine[worker::max(1, num_workers)])
+                total += math.ceil(samples / self.batch_size) if self.partial_batches else samples // self.batch_size
+            counts.append(total)
+        return counts
+
+
+class _RankWorkerSeed:
+    """Picklable ``worker_seed`` for ResampledShards: distinct per rank and worker."""
+
+    def __init__(self, rank: int):
+        self.rank = rank
+
+    def __call__(self) -> int:
+        return self.rank * 1000 + stages.worker_info()[0]
+
+
+class StreamMonitor:
+    """Sums the latest counters of every (rank, worker) and enforces the bad-sample limit."""
+
+    def __init__(self, max_bad_fraction: float = 0.05, min_samples: int = 32):
+        if not 0 <= max_bad_fraction <= 1:
+            raise ConfigError(f"max_bad_fraction: expected a share in [0, 1], got {max_bad_fraction}")
+        self.max_bad_fraction, self.min_samples = max_bad_fraction, min_samples
+        self.latest: dict[tuple[int, int], dict[str, Any]] = {}
+
+    def update(self, snapshot: dict[str, Any]) -> None:
+        self.latest[(snapshot["rank"], snapshot["worker"])] = snapshot
+
+    def counters(self) -> dict[str, float]:
+        counts: Counter = Counter()
+        for snap in self.latest.values():
+            counts.update(snap["counts"])
+        bad = sum(counts.get(r, 0) for r in BAD_REASONS)
+        seen = counts.get("samples_ok", 0) + bad
+        out = {name: float(counts.get(name, 0)) for name in ("samples_ok", "shards_opened", "shard_errors") + BAD_REASONS}
+        out["samples_bad"] = float(bad)
+        out["bad_fraction"] = bad / seen if seen else 0.0
+        return out
+
+    def bad_shards(self) -> dict[str, tuple[int, list[str]]]:
+        """url -> (bad samples, first reasons), over all workers."""
+        out: dict[str, tuple[int, list[str]]] = {}
+        for snap in self.latest.values():
+            for url in set(snap["bad_by_shard"]) | set(snap["reasons"]):
+                count, reasons = out.get(url, (0, []))
+                out[url] = (count + snap["bad_by_shard"].get(url, 0), reasons + snap["reasons"].get(url, []))
+        return out
+
+    def check(self, final: bool = False) -> None:
+        counters = self.counters()
+        seen = counters["samples_ok"] + counters["samples_bad"]
+        if seen == 0 and final and counters["shard_errors"]:
+            raise DataError(f"no usable sample: every shard failed. {self.describe_bad_shards()}")
+        if seen == 0 or (not final and seen < self.min_samples):
+            return
+        if counters["bad_fraction"] > self.max_bad_fraction:
+            raise DataError(f"{counters['bad_fraction']:.1%} of samples are bad ({int(counters['samples_bad'])} of "
+                            f"{int(seen)}), above the limit of {self.max_bad_fraction:.1%} (max_bad_fraction). "
+                            f"{self.describe_bad_shards()} Check them with `egohorizon shards verify`.")
+
+    def describe_bad_shards(self, limit: int = 10) -> str:
+        shards = sorted(self.bad_shards().items(), key=lambda kv: -kv[1][0])
+        parts = [f"{url} ({count} bad: {'; '.join(reasons[:2]) or 'see counters'})" for url, (count, reasons) in shards[:limit]]
+        more = f" and {len(shards) - limit} more" if len(shards) > limit else ""
+        return f"Bad shards: {', '.join(parts)}{more}." if parts else ""
+
+
+class MonitoredLoader:
+    """Iterates a DataLoader over a WindowStream: one pass = one epoch (the epoch is set first)."""
+
+    def __init__(self, loader: DataLoader, stream: WindowStream, *, max_bad_fraction: float = 0.05,
+                 min_samples: int = 32, max_batches: int | None = None,
+                 on_counters: Callable[[dict[str, float], bool], None] | None = None, report_every: int = 50,
+                 equalize_ranks: bool = False):
+        self.loader, self.stream = loader, stream
+        self.equalize_ranks = equalize_ranks
+        self.max_bad_fraction, self.min_samples = max_bad_fraction, min_samples
+        self.max_batches, self.on_counters, self.report_every = max_batches, on_counters, report_every
+        self.epoch = 0
+        self.monitor = StreamMonitor(max_bad_fraction, min_samples)
+
+    def batch_limit(self, epoch: int) -> int | None:
+        if self.max_batches is not None or not self.equalize_ranks:
+            return self.max_batches
+        return min(self.stream.batches_per_rank(self.loader.num_workers, epoch))
+
+    def __len__(self) -> int:
+        limit = self.batch_limit(self.epoch)
+        if limit is None:
+            raise TypeError("this stream's length is known only with a fixed or equalised epoch length")
+        return limit
+
+    def __iter__(self) -> Iterator[dict]:
+        limit = self.batch_limit(self.epoch)
+        self.stream.set_epoch(self.epoch)
+        self.epoch += 1
+        self.monitor = StreamMonitor(self.max_bad_fraction, self.min_samples)
+        yielded = 0
+        for item in self.loader:
+            self.monitor.update(item.pop(STATS_KEY))
+            if item.pop(FINAL_KEY, False):
+                continue
+            self.monitor.check()
+            if self.on_counters and yielded % self.report_every == 0:
+                self.on_counters(self.monitor.counters(), False)
+            yield item
+            yielded += 1
+            if limit is not None and yielded >= limit:
+                break
+        if self.on_counters:
+            self.on_counters(self.monitor.counters(), True)
+        self.monitor.check(final=limit is None)
+
+
+def make_loader(stream: WindowStream, *, num_workers: int = 2, max_bad_fraction: float = 0.05,
+                min_samples: int = 32, epoch_batches: int | None = None, equalize_ranks: bool = True,
+                on_counters: Callable | None = None, report_every: int = 50, pin_memory: bool = False,
+                prefetch_factor: int = 2) -> MonitoredLoader:
+    """A MonitoredLoader for the stream; batches are made by the stream (DataLoader batch_size=None).
+
+    ``epoch_batches``: fixed batches per epoch (required with resampling). Without resampling and with
+    several ranks, ``equalize_ranks`` caps each rank at the smallest rank's batch count, so DDP ranks
+    never wait on each other at the end of an epoch (a few samples of the larger ranks are then
+    not seen that epoch)."""
+    if stream.resampled and epoch_batches is None:
+        raise ConfigError("resampled streams need a fixed epoch length (epoch_batches / epoch_samples)")
+    loader = DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
+                        prefetch_factor=prefetch_factor if num_workers > 0 else None,
+                        persistent_workers=False)
+    return MonitoredLoader(loader, stream, max_bad_fraction=max_bad_fraction, min_samples=min_samples,
+                           max_batches=epoch_batches, on_counters=on_counters, report_every=report_every,
+                           equalize_ranks=equalize_ranks and stream.world_size > 1 and not stream.resampled)
