@@ -1,0 +1,95 @@
+"""``egohorizon points``: forecast points on held-out days from event files (SPEC §2)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+# make_day_split's defaults, repeated here because this module may import only argparse (fast --help).
+SPLIT_DEFAULTS = {"val_frac": 0.15, "test_frac": 0.15, "strategy": "random", "min_history_days": 3}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "points", help="build forecast points and held-out-day splits from event files",
+        description="Build forecast points (context of the N most recent events, K targets and their "
+                    "windows) per level and K, split by held-out days; every point passes the leakage "
+                    "guard. Writes points_train.jsonl, points_val.jsonl, points_test.jsonl, splits.json "
+                    "and points_manifest.json into --out, and prints the counts per split, level and K.")
+    parser.add_argument("--events", required=True,
+                        help="an events .jsonl file, or a folder searched for events*.jsonl")
+    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="levels (default 1-5)")
+    parser.add_argument("--k", dest="ks", type=int, nargs="+", default=[1, 10],
+                        help="numbers of targets per point (default 1 10)")
+    parser.add_argument("--context", type=int, default=50, help="context events per point (default 50)")
+    parser.add_argument("--splits", default=None,
+                        help="reuse this splits.json instead of drawing held-out days")
+    # Split options default to None so that combining them with --splits can be refused.
+    parser.add_argument("--val-frac", type=float, default=None,
+                        help=f"share of days for val (default {SPLIT_DEFAULTS['val_frac']})")
+    parser.add_argument("--test-frac", type=float, default=None,
+                        help=f"share of days for test (default {SPLIT_DEFAULTS['test_frac']})")
+    parser.add_argument("--strategy", choices=["random", "last"], default=None,
+                        help="held-out days drawn spread over the period (random, default) or the final days")
+    parser.add_argument("--min-history-days", type=int, default=None,
+                        help=f"first days of each participant kept in train "
+                             f"(default {SPLIT_DEFAULTS['min_history_days']})")
+    parser.add_argument("--max-points", type=int, default=None,
+                        help="at most N points per split, level and K (default: all)")
+    parser.add_argument("--seed", type=int, default=0, help="seed for day drawing and point sampling")
+    parser.add_argument("--source", default=None, help="source name in point ids (default: the events' source)")
+    parser.set_defaults(handler=run_points)
+
+
+def run_points(args: argparse.Namespace) -> int:
+    from egohorizon.commands.data import find_event_files
+    from egohorizon.data.points import build_points, count_points
+    from egohorizon.data.splits import SPLITS, DaySplit, make_day_split
+    from egohorizon.errors import ConfigError, DataError
+    from egohorizon.schema import Event, load_jsonl, write_jsonl
+
+    files = find_event_files(Path(args.events))
+    if not files:
+        raise DataError(f"{args.events}: no events .jsonl file found (looked for events*.jsonl)")
+    events = [event for f in files for event in load_jsonl(f, Event)]
+    given = {name: getattr(args, name) for name in SPLIT_DEFAULTS if getattr(args, name) is not None}
+    if args.splits:
+        if given:
+            options = ", ".join("--" + name.replace("_", "-") for name in given)
+            raise ConfigError(f"--splits reuses a saved split; {options} would be ignored")
+        split = DaySplit.load(args.splits)
+    else:
+        split = make_day_split(events, seed=args.seed, **{**SPLIT_DEFAULTS, **given})
+    points = build_points(events, split, levels=args.levels, ks=args.ks, n_context=args.context,
+                          max_points=args.max_points, seed=args.seed, source=args.source)
+
+    out = Path(args.out)
+    split.save(out / "splits.json")
+    for split_name in SPLITS:
+        write_jsonl(out / f"points_{split_name}.jsonl", points[split_name])
+    counts = count_points(points)
+    manifest = {
+        "events": [str(f) for f in files],
+        "settings": {"levels": args.levels, "ks": args.ks, "n_context": args.context,
+                     "max_points": args.max_points, "seed": args.seed, "source": args.source,
+                     "splits": args.splits},
+        "split": split.to_dict()["settings"],
+        "participant_days": split.counts(),
+        "counts": [{"split": s, "level": lv, "k": k, "points": n} for (s, lv, k), n in sorted(counts.items())],
+    }
+    (out / "points_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+    print(_table(counts, args.levels, args.ks, split.counts()))
+    print(f"wrote {out}/points_{{train,val,test}}.jsonl, splits.json, points_manifest.json")
+    return 0
+
+
+def _table(counts: dict, levels: list[int], ks: list[int], days: dict[str, int]) -> str:
+    columns = [(lv, k) for lv in sorted(levels) for k in sorted(ks)]
+    header = f"{'split':<6} {'days':>5} " + " ".join(f"{f'L{lv} K{k}':>8}" for lv, k in columns)
+    rows = [header]
+    for split_name in ("train", "val", "test"):
+        cells = " ".join(f"{counts.get((split_name, lv, k), 0):>8}" for lv, k in columns)
+        rows.append(f"{split_name:<6} {days[split_name]:>5} {cells}")
+    return "\n".join(rows)
