@@ -48,10 +48,8 @@ from __future__ import annotations
 import ast
 import functools
 import logging
-import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -64,15 +62,12 @@ from egohorizon.data.sources._common import (
     Row,
     SkipLog,
     count_overlaps,
-    day_of,
-    local_clock_seconds,
     parse_clock,
     parse_int,
-    parse_number,
-    place_sessions,
     read_csv,
     sort_events,
 )
+from egohorizon.data.sources.epic_timeline import VIDEO, Placement, descriptions, place_videos, video_info
 from egohorizon.errors import DataError
 from egohorizon.schema import Event, Recording
 
@@ -80,8 +75,6 @@ log = logging.getLogger(__name__)
 
 SOURCE = "epic-kitchens"
 RULSTM_FPS = 30.0  # RULSTM re-indexed every video's frames at 30 fps
-UNDATED_DAY_S = 86400.0
-_VIDEO = re.compile(r"^(P\d+)_(\d+)$")
 
 # Labelled EPIC-100 files, in order of preference when a narration id appears in several.
 EPIC100_TEXT_FILES = (
@@ -113,18 +106,6 @@ class Segment:
     meta: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Placement:
-    """Where a video sits on its participant's timeline."""
-
-    participant: str
-    person: str
-    basis: str
-    start: float
-    day: str
-    meta: dict[str, Any] = field(default_factory=dict)
-
-
 def convert(root: str | Path, *, use_rulstm: bool = True) -> Conversion:
     """Reads the EPIC-KITCHENS annotation files under ``root`` (see the module docstring)."""
     index = FileIndex(root)
@@ -134,9 +115,12 @@ def convert(root: str | Path, *, use_rulstm: bool = True) -> Conversion:
     if not segments:
         raise DataError(f"{root}: no EPIC-KITCHENS action segments found (looked for "
                         f"{', '.join(EPIC100_TEXT_FILES)}, EPIC_train_action_labels.csv)")
-    videos = _video_info(index, files)
-    dates = _descriptions(index, files)
-    placements = _place_videos(segments, videos, dates, conversion)
+    videos = video_info(index, files)
+    dates = descriptions(index, files)
+    extent: dict[str, float] = defaultdict(float)
+    for segment in segments.values():
+        extent[segment.video] = max(extent[segment.video], segment.end)
+    placements = place_videos(extent, videos, dates, conversion)
     conversion.events = sort_events(_event(s, placements[s.video]) for s in segments.values())
     conversion.recordings = _recordings(segments, videos, placements)
     conversion.counts["events"] = len(conversion.events)
@@ -251,7 +235,7 @@ def _segment(row: Row, narration_id: str, person: str, video: str, meta: dict[st
 
 def _person_video(row: Row) -> tuple[str, str]:
     video = row["video_id"].strip()
-    match = _VIDEO.match(video)
+    match = VIDEO.match(video)
     if not match:
         raise row.error("video_id", "expected a video id like P01_01")
     if "participant_id" in row.cells and row["participant_id"].strip() != match.group(1):
@@ -317,106 +301,6 @@ def _rulstm_segment(row: Row, classes: dict[str, dict[int, str]]) -> Segment:
             "action_class": parse_int(row, "action_class"), "taxonomy": "epic100"}
     return Segment(row["narration_id"].strip(), person, video, round(start, 3), round(end, 3),
                    class_text(verb, noun), meta)
-
-
-# ----------------------------------------------------------------------------------------------
-# Videos, dates and the timeline
-# ----------------------------------------------------------------------------------------------
-
-
-def _video_info(index: FileIndex, files: dict[str, str]) -> dict[str, dict[str, float]]:
-    """Duration and fps per video, from EPIC_100_video_info.csv (or EPIC-55's EPIC_video_info.csv)."""
-    path = index.find("EPIC_100_video_info.csv")
-    column = "video_id"
-    if path is None:
-        path, column = index.find("EPIC_video_info.csv"), "video"
-    if path is None:
-        return {}
-    files["video info"] = str(path)
-    return {row[column].strip(): {"duration_s": parse_number(row, "duration"), "fps": parse_number(row, "fps")}
-            for row in read_csv(path, (column, "duration", "fps"))}
-
-
-def _descriptions(index: FileIndex, files: dict[str, str]) -> dict[str, dict[str, Any]]:
-    """Recording date and clock time of each EPIC-55 video (two date formats occur in the file)."""
-    path = index.find("EPIC_descriptions.csv")
-    if path is None:
-        return {}
-    files["EPIC_descriptions.csv"] = str(path)
-    dates = {}
-    for row in read_csv(path, ("video_id", "date", "time", "description")):
-        date = _parse_date(row)
-        try:
-            clock = datetime.strptime(row["time"].strip(), "%H:%M:%S").time()
-        except ValueError:
-            raise row.error("time", "expected a clock time HH:MM:SS") from None
-        dates[row["video_id"].strip()] = {
-            "start": datetime.combine(date, clock),
-            "clock_time_known": row["time"].strip() != "00:00:00",  # P13, P21: date only
-            "description": row["description"].strip(),
-        }
-    return dates
-
-
-def _parse_date(row: Row):
-    for layout in ("%d/%m/%Y", "%Y-%m-%d"):
-        try:
-            return datetime.strptime(row["date"].strip(), layout).date()
-        except ValueError:
-            continue
-    raise row.error("date", "expected a date DD/MM/YYYY or YYYY-MM-DD")
-
-
-def _place_videos(segments: dict[str, Segment], videos: dict[str, dict[str, float]],
-                  dates: dict[str, dict[str, Any]], conversion: Conversion) -> dict[str, Placement]:
-    """Every video (annotated or listed in the video info) on its participant's timeline."""
-    extent: dict[str, float] = defaultdict(float)
-    for segment in segments.values():
-        extent[segment.video] = max(extent[segment.video], segment.end)
-    all_videos = set(extent) | {v for v in videos if _VIDEO.match(v)}
-    dated, undated = defaultdict(list), defaultdict(list)
-    for video in all_videos:
-        person = _VIDEO.match(video).group(1)
-        (dated if video in dates else undated)[person].append(video)
-    duration = {v: videos.get(v, {}).get("duration_s", extent[v]) for v in all_videos}
-    conversion.counts["videos without duration info (last segment end used)"] = sum(
-        1 for v in all_videos if v not in videos)
-    placements: dict[str, Placement] = {}
-    for person, person_videos in dated.items():
-        placements.update(_place_dated(person, person_videos, duration, dates, conversion))
-    for person, person_videos in undated.items():
-        placements.update(_place_undated(person, person_videos))
-    for video, placement in placements.items():
-        placement.meta.update(videos.get(video, {}))
-    return placements
-
-
-def _place_dated(person: str, videos: list[str], duration: dict[str, float],
-                 dates: dict[str, dict[str, Any]], conversion: Conversion) -> dict[str, Placement]:
-    stated = [(v, local_clock_seconds(dates[v]["start"]), duration[v]) for v in videos]
-    placed = place_sessions(stated)
-    out = {}
-    for video, (start, shift) in placed.items():
-        if shift > 0:
-            conversion.counts["videos shifted to start after the previous one ended"] += 1
-            largest = "largest such shift (s, rounded)"
-            conversion.counts[largest] = max(conversion.counts[largest], round(shift))
-        info = dates[video]
-        out[video] = Placement(f"ek-{person}", person, LOCAL_CLOCK_AS_UTC, start,
-                               day_of(local_clock_seconds(info["start"])), {
-                                   "stated_start": info["start"].strftime("%Y-%m-%d %H:%M:%S"),
-                                   "start_shift_s": round(shift, 3),
-                                   "clock_time_known": info["clock_time_known"],
-                                   "description": info["description"]})
-    return out
-
-
-def _place_undated(person: str, videos: list[str]) -> dict[str, Placement]:
-    number = {v: int(_VIDEO.match(v).group(2)) for v in videos}
-    first = min(number.values())
-    return {v: Placement(f"ek-{person}-ext", person, SINCE_FIRST_RECORDING,
-                         (number[v] - first) * UNDATED_DAY_S, f"undated-{v}", {"placeholder_day": True})
-            for v in videos}
 
 
 def _event(segment: Segment, placement: Placement) -> Event:
