@@ -1,0 +1,104 @@
+"""Checkpoint comparison: the table, plots, JSON and HTML built from real scored reports."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from egohorizon.compare import (
+    RANDOM,
+    REPEAT_LAST,
+    CompareEntry,
+    checkpoint_labels,
+    comparison_rows,
+    plot_comparison,
+    write_html,
+    write_json,
+)
+from egohorizon.errors import DataError
+from egohorizon.schema import ForecastPoint
+
+ACTIONS = ["make coffee", "read mail", "wash dishes", "walk dog", "cook lunch", "call mum"]
+
+
+def point(i: int, k: int, targets: list[str]) -> ForecastPoint:
+    context = [{"start": 10.0 * j, "end": 10.0 * j + 5, "text": ACTIONS[(i + j) % len(ACTIONS)]} for j in range(3)]
+    return ForecastPoint(id=f"p{i}", source="demo", participant="P1", level=3, k=k, t0=100.0 + i,
+                         context=context, targets=targets, windows=[[200.0, 210.0]] * k)
+
+
+@pytest.fixture(scope="module")
+def entries():
+    from egohorizon.callbacks.forecast_scoring import evaluate
+    from egohorizon.metrics.embedders import get_embedder
+
+    points = [point(0, 1, ["make coffee"]), point(1, 1, ["read mail"]),
+              point(2, 2, ["wash dishes", "walk dog"]), point(3, 2, ["cook lunch", "call mum"])]
+    perfect = {p.id: [list(p.targets)] for p in points}
+    # Wrong everywhere except p0; p3 produced nothing parseable (invalid).
+    poor = {"p0": [["make coffee"]], "p1": [["walk dog"]], "p2": [["call mum", "read mail"]], "p3": None}
+    embedder = get_embedder("exact")
+    result = []
+    for label, candidates, step in (("run-a/last", perfect, 40), ("run-b/last", poor, 20)):
+        evaluation = evaluate(points, candidates, embedder, "test", n_random_draws=5, seed=0)
+        result.append(CompareEntry(label=label, path=f"/runs/{label}", global_step=step,
+                                   report=evaluation.report, baselines=evaluation.baselines))
+    return result
+
+
+def test_rows_hold_each_checkpoint_and_both_baselines(entries):
+    rows = comparison_rows(entries)
+    by = {(r["checkpoint"], r["level"], r["k"]): r for r in rows}
+    # Exact embedder: a matching action costs 0, any other 1 (hand-computed S per point).
+    assert by[("run-a/last", "all", "all")]["S"] == pytest.approx(1.0)
+    assert by[("run-a/last", "all", "all")]["S_norm"] == pytest.approx(1.0)
+    # run-b: p0 1.0, p1 0.0, p2 0.0 (two substitutions), p3 invalid 0.0 -> mean 0.25 overall.
+    assert by[("run-b/last", "all", "all")]["S"] == pytest.approx(0.25)
+    assert by[("run-b/last", "all", "all")]["invalid"] == 1
+    assert by[("run-b/last", 3, 1)]["S"] == pytest.approx(0.5)
+    assert by[("run-b/last", 3, 2)]["S"] == pytest.approx(0.0)
+    assert by[("run-b/last", 3, 1)]["step"] == 20
+    # The random baseline's S is the report's S_rand, and its S_norm is 0 by definition.
+    random_k1 = by[(RANDOM, 3, 1)]
+    assert random_k1["S"] == pytest.approx(by[("run-a/last", 3, 1)]["S_rand"])
+    assert random_k1["S_norm"] == 0.0
+    assert (REPEAT_LAST, 3, 2) in by and by[(REPEAT_LAST, 3, 2)]["n"] == 2
+
+
+def test_checkpoints_scored_on_different_points_are_refused(entries):
+    other = CompareEntry(label="x", path="x", global_step=1,
+                         report={**entries[1].report, "per_point": entries[1].report["per_point"][:2]})
+    with pytest.raises(DataError, match="scored on 2 points"):
+        comparison_rows([entries[0], other])
+
+
+def test_files_plots_and_page(entries, tmp_path):
+    rows = comparison_rows(entries)
+    plots = plot_comparison(rows, tmp_path)
+    assert [p.name for p in plots] == ["S_norm.png", "S.png"]
+    assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
+    page = write_html(rows, plots, tmp_path, "Compare").read_text()
+    assert '<img src="S_norm.png"' in page and "run-b/last" in page and "How to read this" in page
+    data = json.loads(write_json(entries, rows, tmp_path).read_text())
+    assert [c["label"] for c in data["checkpoints"]] == ["run-a/last", "run-b/last"]
+    assert len(data["rows"]) == len(rows)
+
+
+def test_labels_are_short_and_unique():
+    labels = checkpoint_labels(["outputs/x/run1/checkpoints/last.ckpt", "outputs/y/run1/checkpoints/last.ckpt",
+                                "outputs/x/run2", "outputs/x/run2/checkpoints/epoch=1-step=8.adapter"])
+    assert labels == ["run1/last", "run1/last#2", "run2", "run2/epoch=1-step=8"]
+
+
+@pytest.mark.slow
+def test_wandb_offline_run_holds_table_and_plots(entries, tmp_path):
+    pytest.importorskip("wandb")
+    from egohorizon.compare import log_to_wandb
+
+    rows = comparison_rows(entries)
+    plots = plot_comparison(rows, tmp_path)
+    run_dir = log_to_wandb(rows, plots, tmp_path, project=None, name="compare-test", offline=True)
+    files = {p.name for p in (tmp_path / "wandb").rglob("*")}
+    assert any(name.endswith(".wandb") for name in files), files
+    assert str(tmp_path / "wandb") in run_dir
