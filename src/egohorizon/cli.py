@@ -21,6 +21,7 @@ COMMANDS: dict[str, str] = {
     "points": "egohorizon.commands.points",
     "ingest": "egohorizon.commands.ingest",
     "shards": "egohorizon.commands.shards",
+    "score": "egohorizon.commands.score",
 }
 
 

@@ -1,0 +1,257 @@
+"""``egohorizon score forecast|qa|segments|boxes --gold G --pred P [options] [--out report.json]``.
+
+Reads JSON Lines files (SPEC §6), prints a readable table (every figure with its count) and writes
+the full report as JSON. Only argparse is imported here; the metrics load inside the handlers.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+EXAMPLES = 5  # ids shown in messages about missing or unknown predictions
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("score", help="score predictions: forecasting, QA, segments, hand boxes",
+                                   description="Score model outputs against gold files (JSON Lines, SPEC §6).")
+    tasks = parser.add_subparsers(dest="score_task", metavar="TASK", required=True)
+
+    forecast = _task(tasks, "forecast", "NextMe-800 soft edit distance, best of N, normalised by random draws")
+    forecast.add_argument("--embedder", default="minilm",
+                          help="minilm (default, offline) | exact (normalised Levenshtein) | qwen3-embedding-8b | "
+                               "any sentence-transformers hub id or local path")
+    forecast.add_argument("--embed-prompt", default=None, help="instruction prepended to every text")
+    forecast.add_argument("--embed-model", default=None, help="local path of a named embedder's weights")
+    forecast.add_argument("--batch-size", type=int, default=64, help="embedding batch size")
+    forecast.add_argument("--device", default=None, help="embedding device (cpu, cuda)")
+    forecast.add_argument("--draws", type=int, default=5, help="random-baseline draws per point (default 5)")
+    forecast.add_argument("--max-candidates", type=int, default=3, help="N of best-of-N (default 3)")
+    forecast.add_argument("--seed", type=int, default=0)
+    forecast.add_argument("--repeat-last", action="store_true", help="also score the repeat-last-K baseline")
+    forecast.set_defaults(handler=run_forecast)
+
+    qa = _task(tasks, "qa", "multiple-choice accuracy: per task, Avg, Acc, per level, invalid, chance")
+    qa.add_argument("--task-levels", default=None,
+                    help="JSON file {task: level} for benchmarks other than EgoMonth (e.g. HD-EPIC)")
+    qa.set_defaults(handler=run_qa)
+
+    segments = _task(tasks, "segments", "EgoHome permissible subsegment Jaccard and semantic F1")
+    segments.add_argument("--judge", default="exact",
+                          help="exact | verb | embedding | llm | verdicts:FILE (default exact)")
+    segments.add_argument("--action-judge", default=None,
+                          help="judge for hand actions (default: verb with --judge llm, else --judge)")
+    segments.add_argument("--embedder", default="minilm", help="embedder of the embedding judge")
+    segments.add_argument("--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge")
+    segments.add_argument("--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path")
+    segments.add_argument("--judge-url", default=None,
+                          help="LLM judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1); "
+                               "without it the model runs locally with transformers")
+    segments.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    segments.add_argument("--judge-concurrency", type=int, default=8, help="LLM judge: requests in flight")
+    segments.add_argument("--cache-dir", default=None,
+                          help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)")
+    segments.add_argument("--iou", type=float, default=0.75, help="temporal IoU for semantic F1 (default 0.75)")
+    segments.add_argument("--baselines", action="store_true", help="also score the three degenerate baselines")
+    segments.set_defaults(handler=run_segments)
+
+    boxes = _task(tasks, "boxes", "EgoHome centroid hit fraction of hand boxes")
+    boxes.add_argument("--fps", type=float, default=30.0, help="frame rate of gold frame indices (default 30)")
+    boxes.set_defaults(handler=run_boxes)
+
+
+def _task(tasks, name: str, help_text: str) -> argparse.ArgumentParser:
+    parser = tasks.add_parser(name, help=help_text, description=help_text + ".")
+    parser.add_argument("--gold", required=True, help="gold .jsonl file")
+    parser.add_argument("--pred", required=True, help="predictions .jsonl file")
+    parser.add_argument("--out", default=None, help="write the full report as JSON here")
+    return parser
+
+
+# ------------------------------------------------------------------------------------ helpers
+
+def _load(path: str, record_type):
+    from egohorizon.schema import read_jsonl
+
+    result = read_jsonl(path, record_type)
+    result.raise_for_defects()
+    return result.records
+
+
+def _reconcile(gold_ids, pred_ids, args) -> dict:
+    gold_set, pred_set = set(gold_ids), set(pred_ids)
+    missing = [i for i in gold_ids if i not in pred_set]
+    unknown = [i for i in pred_ids if i not in gold_set]
+    return {"gold": args.gold, "pred": args.pred, "n_gold": len(gold_ids), "n_pred": len(pred_ids),
+            "missing": len(missing), "missing_examples": missing[:EXAMPLES], "missing_ids": missing,
+            "unknown": len(unknown), "unknown_examples": unknown[:EXAMPLES], "unknown_ids": unknown}
+
+
+def _finish(report: dict, text: str, args) -> int:
+    import json
+    import os
+    import sys
+    from pathlib import Path
+
+    from egohorizon.metrics.report import format_inputs
+
+    sys.stdout.write(format_inputs(report["inputs"]) + "\n" + text)
+    if args.out:
+        path = Path(args.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        os.replace(tmp, path)
+        sys.stdout.write(f"report written to {path}\n")
+    return 0
+
+
+# ------------------------------------------------------------------------------------ tasks
+
+def run_forecast(args: argparse.Namespace) -> int:
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
+    from egohorizon.metrics.parsing import parse_forecast_output
+    from egohorizon.metrics.report import format_forecast
+    from egohorizon.schema import ForecastPoint, ForecastPrediction
+
+    points = _load(args.gold, ForecastPoint)
+    records = _load(args.pred, ForecastPrediction)
+    predictions = {r.id: (r.candidates if r.candidates is not None else parse_forecast_output(r.text))
+                   for r in records}
+    inputs = _reconcile([p.id for p in points], [r.id for r in records], args)
+    embedder = get_embedder(args.embedder, prompt=args.embed_prompt, batch_size=args.batch_size,
+                            device=args.device, model=args.embed_model)
+    options = {"n_random_draws": args.draws, "seed": args.seed, "max_candidates": args.max_candidates}
+    report = score_forecasts(points, predictions, embedder, **options)
+    report["overall"]["unparsed"] = sum(1 for r in records if r.candidates is None and predictions[r.id] is None)
+    if args.repeat_last:
+        baseline = score_forecasts(points, {p.id: [repeat_last_k(p)] for p in points}, embedder, **options)
+        report["baselines"] = {"repeat_last": {k: baseline[k] for k in ("overall", "groups")}}
+    report["inputs"] = inputs
+    return _finish(report, format_forecast(report), args)
+
+
+def run_qa(args: argparse.Namespace) -> int:
+    import json
+
+    from egohorizon.errors import DataError
+    from egohorizon.metrics.qa import extract_answer, score_qa
+    from egohorizon.metrics.report import format_qa
+    from egohorizon.schema import QAItem, QAPrediction
+
+    items = _load(args.gold, QAItem)
+    records = _load(args.pred, QAPrediction)
+    options = {item.id: item.options for item in items}
+    answers = {}
+    for r in records:
+        if r.id in options:
+            raw = r.answer if r.answer is not None else r.text
+            answers[r.id] = extract_answer(raw, options[r.id])
+    task_levels = None
+    if args.task_levels:
+        try:
+            task_levels = json.loads(open(args.task_levels, encoding="utf-8").read())
+        except (OSError, json.JSONDecodeError) as error:
+            raise DataError(f"{args.task_levels}: cannot read a JSON object {{task: level}} ({error})") from error
+        if not isinstance(task_levels, dict) or not all(isinstance(v, int) for v in task_levels.values()):
+            raise DataError(f"{args.task_levels}: expected a JSON object mapping task names to integer levels")
+    report = score_qa(items, answers, task_levels)
+    report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
+    return _finish(report, format_qa(report), args)
+
+
+def run_segments(args: argparse.Namespace) -> int:
+    from egohorizon.metrics.report import format_segments
+    from egohorizon.metrics.segments import score_segments
+    from egohorizon.schema import Segment
+
+    gold = _load(args.gold, Segment)
+    predictions = _load(args.pred, Segment)
+    judges = _segment_judges(args, sorted({s.kind for s in gold}))
+    report = score_segments(gold, predictions, judges, iou_threshold=args.iou)
+    if args.baselines:
+        from egohorizon.metrics.segment_baselines import score_baselines
+
+        report["baselines"] = score_baselines(gold, judges)
+    report["judge_stats"] = {kind: judge.stats for kind, judge in judges.items()}
+    gold_clips = sorted({s.clip for s in gold})
+    report["inputs"] = _reconcile(gold_clips, sorted({s.clip for s in predictions}), args)
+    report["inputs"].update(n_gold=len(gold), n_pred=len(predictions))
+    return _finish(report, format_segments(report), args)
+
+
+def _segment_judges(args: argparse.Namespace, kinds: list[str]) -> dict:
+    """kind -> judge. With --judge llm, hand actions use the verb judge (as in EgoHome)."""
+    action_spec = args.action_judge or ("verb" if args.judge == "llm" else args.judge)
+    built: dict[tuple[str, str], object] = {}
+    judges = {}
+    for kind in kinds:
+        spec = action_spec if kind == "hand_action" else args.judge
+        prompt = "judge_hand_caption" if kind == "hand_caption" else "judge_subtask"
+        key = (spec, prompt if spec == "llm" else "")
+        if key not in built:
+            built[key] = _make_judge(spec, prompt, args)
+        judges[kind] = built[key]
+    return judges
+
+
+def _make_judge(spec: str, prompt: str, args: argparse.Namespace):
+    import os
+    from pathlib import Path
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.metrics import judges
+
+    if spec == "exact":
+        return judges.ExactJudge()
+    if spec == "verb":
+        return judges.VerbJudge()
+    if spec == "embedding":
+        from egohorizon.metrics.embedders import get_embedder
+
+        return judges.EmbeddingJudge(get_embedder(args.embedder), threshold=args.threshold)
+    if spec.startswith("verdicts:"):
+        return judges.VerdictsJudge(spec.split(":", 1)[1])
+    if spec == "llm":
+        from egohorizon.llm import make_backend
+        from egohorizon.metrics.llm_judge import LLMJudge
+
+        if not args.judge_model:
+            raise ConfigError("--judge llm needs --judge-model (a server's model id with --judge-url, "
+                              "or a hub id / local path to run locally)")
+        options = ({"api_key_env": args.judge_api_key_env, "max_concurrency": args.judge_concurrency}
+                   if args.judge_url else {})
+        backend = make_backend(args.judge_model, base_url=args.judge_url, **options)
+        root = Path(os.environ.get("EGOHORIZON_CACHE") or Path.home() / ".cache" / "egohorizon")
+        return LLMJudge(backend, prompt, cache_dir=args.cache_dir or root / "judge")
+    raise ConfigError(f"--judge {spec!r}: expected exact, verb, embedding, llm or verdicts:FILE")
+
+
+def run_boxes(args: argparse.Namespace) -> int:
+    from egohorizon.metrics.boxes import centroid_hit_fraction
+    from egohorizon.metrics.report import format_boxes
+    from egohorizon.schema import BoxPrediction, HandBox
+
+    gold = _load(args.gold, HandBox)
+    _check_duplicate_gold_boxes(args.gold)
+    predictions = _load(args.pred, BoxPrediction)
+    report = centroid_hit_fraction(gold, predictions, fps=args.fps)
+    report["inputs"] = _reconcile(sorted({b.clip for b in gold}), sorted({p.clip for p in predictions}), args)
+    report["inputs"].update(n_gold=len(gold), n_pred=len(predictions))
+    return _finish(report, format_boxes(report), args)
+
+
+def _check_duplicate_gold_boxes(path: str) -> None:
+    """Two gold boxes for one (clip, hand, frame) are a defect named by file and line."""
+    from egohorizon.schema import Defect, RecordError, iter_json_lines
+
+    seen: dict[tuple, int] = {}
+    defects = []
+    for line, obj, _ in iter_json_lines(path):
+        key = (obj["clip"], obj["hand"], obj["frame"])
+        if key in seen:
+            defects.append(Defect(path, line, "frame", f"second box for clip {key[0]!r}, hand {key[1]!r}, "
+                                                       f"frame {key[2]} (first on line {seen[key]})"))
+        seen.setdefault(key, line)
+    if defects:
+        raise RecordError(defects)
