@@ -25,7 +25,7 @@ def _point(k=2):
     context = [
         _ctx("a", MON + 21 * H, MON + 22 * H + 20 * 60, "watch a film on the sofa"),
         _ctx("b", MON + 22 * H + 20 * 60, MON + 22 * H + 21 * 60, "brush teeth"),
-        _ctx("c", MON + 24 * H + 7.5 * H, MON + 24 * H + 7.5 * H + 45, "switch off the alarm"),
+        _ctx("c", MON + 24 * H + 7.5 * H, MON + 24 * H + 7.5 * H + 105, "switch off the alarm"),
     ]
     t0 = MON + 24 * H + 9 * H + 35 * 60
     windows = [[t0, t0 + 32 * 60], [t0 + 32 * 60, t0 + 15 * H]][:k]
@@ -42,14 +42,14 @@ Mon 2024-03-04
 22:20-22:21 (1 min) brush teeth
 gap 9 h 09 min
 Tue 2024-03-05
-07:30-07:30 (45 s) switch off the alarm
+07:30-07:31 (2 min) switch off the alarm
 
-Now: Tue 2024-03-05 09:35, 2 h 04 min after the last activity.
+Now: Tue 2024-03-05 09:35, 2 h 03 min after the last activity.
 Predict the next 2 activities, one for each of these windows:
 1. 09:35-10:07 (32 min)
 2. 10:07-00:35 (14 h 28 min)
 
-Answer with JSON only: {"candidates": [[...], ...]} holding 3 list(s) of exactly 2 short activity descriptions.
+Answer with JSON only: {"candidates": [[...], ...]} holding 3 lists of exactly 2 short activity descriptions.
 """
 
 
@@ -62,10 +62,30 @@ def test_window_on_another_day_is_dated_and_context_can_be_trimmed():
     point.windows[1] = [point.t0 + 15 * H, point.t0 + 16 * H]  # Wed 00:35-01:35
     text = render_forecast_prompt(point, n_candidates=1, max_context=1)
     assert "1. 09:35-10:07 (32 min)\nWed 2024-03-06\n2. 00:35-01:35 (1 h 00 min)" in text
-    assert "watch a film" not in text and "Tue 2024-03-05\n07:30-07:30 (45 s) switch off" in text
-    assert "holding 1 list(s) of exactly 2" in text
+    assert "watch a film" not in text and "Tue 2024-03-05\n07:30-07:31 (2 min) switch off" in text
+    assert "holding 1 list of exactly 2 short activity descriptions" in text
     empty = render_forecast_prompt(point, max_context=0)
     assert "(nothing recorded before now)" in empty and "after the last activity" not in empty
+
+
+def test_short_spans_show_seconds_and_singulars():
+    point = _point(k=1)
+    point.windows = [[point.t0, point.t0 + 12.4]]
+    text = render_forecast_prompt(point, n_candidates=1)
+    assert "07:30:00-07:31:45 (2 min) switch off the alarm" in text
+    assert "Now: Tue 2024-03-05 09:35:00, 2 h 03 min after" in text
+    assert "the next 1 activity, one for each" in text and "1. 09:35:00-09:35:12 (12 s)" in text
+    assert "holding 1 list of exactly 1 short activity description." in text
+
+
+def test_relative_times_show_day_numbers():
+    point = _point(k=1)
+    shift = MON - 86400  # the first context event now starts on relative day 1 at 21:00
+    point.t0 -= shift
+    point.windows = [[a - shift, b - shift] for a, b in point.windows]
+    point.context = [{**c, "start": c["start"] - shift, "end": c["end"] - shift} for c in point.context]
+    text = render_forecast_prompt(point)
+    assert "day 2\n21:00-22:20 (1 h 20 min) watch a film" in text and "Now: day 3 09:35," in text
 
 
 def test_overlapping_context_measures_gaps_from_the_latest_end():

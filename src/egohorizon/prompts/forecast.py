@@ -1,14 +1,17 @@
 """The forecasting prompt (``forecast.txt``) rendered for one point, and the answer a model must emit.
 
-The prompt shows the context events oldest first with their clock times and durations, a line
-``gap 2 h 05 min`` wherever a minute or more passes between events, a ``Tue 2024-03-05`` line whenever
-the calendar day changes, the prediction time, the K target windows (start, end, duration: how long a
-span the forecast must cover) and the requested output: ``{"candidates": [[K strings], ...]}``, which
+The prompt shows the context events oldest first with their clock times (with seconds when some
+event or window shown is shorter than a minute) and durations, a line ``gap 2 h 05 min`` wherever a
+minute or more passes between events, a ``Tue 2024-03-05`` line whenever the calendar day changes,
+the prediction time, the K target windows (start, end, duration: how long a span the forecast must
+cover) and the requested output: ``{"candidates": [[K strings], ...]}``, which
 ``egohorizon.metrics.parsing.parse_forecast_output`` reads and ``render_forecast_answer`` writes.
+The prompt's version covers this layout as well as the template text.
 
 Clock times and dates are those of the timestamps read as UTC: the demo world and the converted data
-sets store local clock time as Unix seconds (SPEC §5). Data sets with relative times (seconds since
-the first recording) therefore show dates in January 1970; the gaps and durations stay right.
+sets store local clock time as Unix seconds (SPEC §5). Times before 2001-09-09 (1e9 s) are taken to
+be relative (seconds since the participant's first recording, SPEC §5): their days are shown as
+``day 1``, ``day 2``, ... and their clock as the time since the start of that day.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from egohorizon.prompts import Prompt, load_prompt
 from egohorizon.schema import ForecastPoint
 
 FORECAST_PROMPT_NAME = "forecast"
+RELATIVE_TIMES_BELOW_S = 1e9  # 2001-09-09: no egocentric recording with real clock times is older
 GAP_SHOWN_FROM_S = 60.0  # shorter pauses are visible in the clock times and would only cost tokens
 LEVEL_NAMES = {1: "atomic actions", 2: "short steps", 3: "activities", 4: "activity blocks",
                5: "broad routines"}
@@ -51,15 +55,23 @@ def render_forecast_prompt(point: ForecastPoint | dict[str, Any], prompt: Prompt
     if max_context is not None:
         context = context[-max_context:] if max_context > 0 else []
     last_end = max((c["end"] for c in context), default=None)
-    return forecast_prompt(prompt).render(
-        level=point.level,
-        level_name=LEVEL_NAMES.get(point.level, "events"),
-        history=_history(context),
-        now=_now(point.t0, last_end),
-        k=point.k,
-        windows=_windows(point.windows, now_day=_day(point.t0)),
-        n_candidates=n_candidates,
-    )
+    shortest = min([c["end"] - c["start"] for c in context] + [end - start for start, end in point.windows],
+                   default=60.0)
+    clock = "%H:%M:%S" if shortest < 60 else "%H:%M"  # seconds only where some span is that short
+    values = {
+        "level": point.level,
+        "level_name": LEVEL_NAMES.get(point.level, "events"),
+        "history": _history(context, clock),
+        "now": _now(point.t0, last_end, clock),
+        "k": point.k,
+        "k_activities": _plural(point.k, "activity", "activities"),
+        "k_descriptions": _plural(point.k, "short activity description", "short activity descriptions"),
+        "windows": _windows(point.windows, _day(point.t0), clock),
+        "n_candidates": n_candidates,
+        "n_lists": _plural(n_candidates, "list", "lists"),
+    }
+    # A user's template may use any subset of these; Prompt.render names any field it uses beyond them.
+    return forecast_prompt(prompt).render(**values)
 
 
 def render_forecast_answer(trajectories: Sequence[Sequence[str]]) -> str:
@@ -89,18 +101,20 @@ def _utc(t: float) -> datetime:
 
 
 def _day(t: float) -> str:
+    if t < RELATIVE_TIMES_BELOW_S:
+        return f"day {int(t // 86400) + 1}"
     return _utc(t).strftime("%a %Y-%m-%d")
 
 
-def _clock(t: float) -> str:
-    return _utc(t).strftime("%H:%M")
+def _plural(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
 
 
-def _span(start: float, end: float) -> str:
-    return f"{_clock(start)}-{_clock(end)} ({format_duration(end - start)})"
+def _span(start: float, end: float, clock: str) -> str:
+    return f"{_utc(start).strftime(clock)}-{_utc(end).strftime(clock)} ({format_duration(end - start)})"
 
 
-def _history(context: list[dict[str, Any]]) -> str:
+def _history(context: list[dict[str, Any]], clock: str) -> str:
     if not context:
         return "(nothing recorded before now)"
     lines: list[str] = []
@@ -111,20 +125,20 @@ def _history(context: list[dict[str, Any]]) -> str:
         if _day(event["start"]) != day:
             day = _day(event["start"])
             lines.append(day)
-        lines.append(f"{_span(event['start'], event['end'])} {event['text']}")
+        lines.append(f"{_span(event['start'], event['end'], clock)} {event['text']}")
         # Overlapping events: measure the next gap from the latest end seen, not the last line's end.
         latest_end = event["end"] if latest_end is None else max(latest_end, event["end"])
     return "\n".join(lines)
 
 
-def _now(t0: float, last_end: float | None) -> str:
-    text = f"{_day(t0)} {_clock(t0)}"
+def _now(t0: float, last_end: float | None, clock: str) -> str:
+    text = f"{_day(t0)} {_utc(t0).strftime(clock)}"
     if last_end is not None and t0 - last_end >= GAP_SHOWN_FROM_S:
         text += f", {format_duration(t0 - last_end)} after the last activity"
     return text
 
 
-def _windows(windows: Sequence[Sequence[float]], now_day: str) -> str:
+def _windows(windows: Sequence[Sequence[float]], now_day: str, clock: str) -> str:
     """Numbered windows; a date line only where a window starts on another day than "now"."""
     lines: list[str] = []
     day = now_day
@@ -132,7 +146,7 @@ def _windows(windows: Sequence[Sequence[float]], now_day: str) -> str:
         if _day(start) != day:
             day = _day(start)
             lines.append(day)
-        lines.append(f"{i}. {_span(start, end)}")
+        lines.append(f"{i}. {_span(start, end, clock)}")
     return "\n".join(lines)
 
 
