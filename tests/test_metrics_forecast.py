@@ -174,6 +174,12 @@ def test_random_pool_excludes_own_targets_and_reports_empty_pools():
     group = {g["source"]: g for g in report["groups"]}
     assert group["demo"]["S_norm"] == 1.0 and group["other"]["S_norm"] is None
     assert report["overall"]["no_random_pool"] == 1
+    # a point holding most of its pool draws only from the rest: here always "d"
+    points = [point("big", ["a", "b", "c"]), point("small", ["d"], start=200)]
+    report = score_forecasts(points, {"big": [["d", "d", "d"]], "small": [["a"]]}, embedder)
+    rows = {r["id"]: r for r in report["per_point"]}
+    assert rows["big"]["S_rand"] == 0.0 and rows["big"]["S"] == 0.0
+    assert rows["small"]["S_rand"] == 0.0  # draws from a, b, c never hit "d"
 
 
 def epic_points(shared_data, n_points=120, k=5):

@@ -130,14 +130,22 @@ def _draw_random(point: ForecastPoint, pool: tuple[list[str], dict], n_draws: in
     target events; the generator is seeded by (seed, point id) so draws do not depend on file order.
     """
     texts, positions = pool
-    own = {positions[_event_key(point, i)] for i in range(len(point.targets))}
-    allowed = np.setdiff1d(np.arange(len(texts)), np.fromiter(own, dtype=np.int64, count=len(own)))
-    if allowed.size == 0:
+    own = np.array(sorted({positions[_event_key(point, i)] for i in range(len(point.targets))}), dtype=np.int64)
+    if own.size >= len(texts):
         return None
     rng = np.random.default_rng([seed, zlib.crc32(point.id.encode("utf-8"))])
     length = max(1, len(point.targets))
-    picks = allowed[rng.integers(0, allowed.size, size=(n_draws, n_candidates, length))]
-    return [[[texts[i] for i in cand] for cand in draw] for draw in picks]
+    needed = n_draws * n_candidates * length
+    if own.size * 2 > len(texts):  # small pool: list the allowed events
+        allowed = np.setdiff1d(np.arange(len(texts)), own)
+        picks = allowed[rng.integers(0, allowed.size, size=needed)]
+    else:  # large pool: draw from all and reject the point's own events (uniform over the rest)
+        picks = np.empty(0, dtype=np.int64)
+        while picks.size < needed:
+            draw = rng.integers(0, len(texts), size=2 * needed)
+            picks = np.concatenate([picks, draw[~np.isin(draw, own)]])
+        picks = picks[:needed]
+    return [[[texts[i] for i in cand] for cand in draw] for draw in picks.reshape(n_draws, n_candidates, length)]
 
 
 def _normalise(s: float | None, s_rand: float | None) -> float | None:
