@@ -61,7 +61,7 @@ def test_window_on_another_day_is_dated_and_context_can_be_trimmed():
     point = _point()
     point.windows[1] = [point.t0 + 15 * H, point.t0 + 16 * H]  # Wed 00:35-01:35
     text = render_forecast_prompt(point, n_candidates=1, max_context=1)
-    assert "1. 09:35-10:07 (32 min)\nWed 2024-03-06\n2. 00:35-01:35 (1 h 00 min)" in text
+    assert "1. 09:35-10:07 (32 min)\ngap 14 h 28 min\nWed 2024-03-06\n2. 00:35-01:35 (1 h 00 min)" in text
     assert "watch a film" not in text and "Tue 2024-03-05\n07:30-07:31 (2 min) switch off" in text
     assert "holding 1 list of exactly 2 short activity descriptions" in text
     empty = render_forecast_prompt(point, max_context=0)

@@ -2,10 +2,10 @@
 
 The prompt shows the context events oldest first with their clock times (with seconds when some
 event or window shown is shorter than a minute) and durations, a line ``gap 2 h 05 min`` wherever a
-minute or more passes between events, a ``Tue 2024-03-05`` line whenever the calendar day changes,
-the prediction time, the K target windows (start, end, duration: how long a span the forecast must
-cover) and the requested output: ``{"candidates": [[K strings], ...]}``, which
-``egohorizon.metrics.parsing.parse_forecast_output`` reads and ``render_forecast_answer`` writes.
+minute or more passes between events or between target windows, a ``Tue 2024-03-05`` line whenever
+the calendar day changes, the prediction time, the K target windows (start, end, duration: how long
+a span the forecast must cover) and the requested output: ``{"candidates": [[K strings], ...]}``,
+which ``egohorizon.metrics.parsing.parse_forecast_output`` reads and ``render_forecast_answer`` writes.
 The prompt's version covers this layout as well as the template text.
 
 Clock times and dates are those of the timestamps read as UTC: the demo world and the converted data
@@ -139,10 +139,13 @@ def _now(t0: float, last_end: float | None, clock: str) -> str:
 
 
 def _windows(windows: Sequence[Sequence[float]], now_day: str, clock: str) -> str:
-    """Numbered windows; a date line only where a window starts on another day than "now"."""
+    """Numbered windows with gap lines; a date line only where a window starts on another day than "now"."""
     lines: list[str] = []
-    day = now_day
+    day, latest_end = now_day, None
     for i, (start, end) in enumerate(windows, start=1):
+        if latest_end is not None and start - latest_end >= GAP_SHOWN_FROM_S:
+            lines.append(f"gap {format_duration(start - latest_end)}")
+        latest_end = end if latest_end is None else max(latest_end, end)
         if _day(start) != day:
             day = _day(start)
             lines.append(day)
