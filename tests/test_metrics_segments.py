@@ -181,3 +181,18 @@ def test_degenerate_baselines_on_real_narrations(shared_data):
     # the perfect prediction scores 1
     perfect = score_segments(gold, gold, ExactJudge())
     assert all(block["psj"] == pytest.approx(1.0) for block in perfect["kinds"].values())
+
+
+@pytest.mark.slow
+def test_embedding_judge_with_minilm(shared_data):
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.judges import EmbeddingJudge
+
+    judge = EmbeddingJudge(get_embedder("minilm"), threshold=0.75)
+    gold = [seg("stairs", 0, 5, STAIRS)]
+    for name, (prediction, psj, _) in WORKED_EXAMPLES.items():
+        report = score_segments(gold, [seg("stairs", *p) for p in prediction], judge)
+        assert report["kinds"]["subtask"]["psj"] == pytest.approx(psj), name
+    scores = score_baselines(epic_gold(shared_data), judge)
+    for name in ("generic_whole", "generic_windows"):
+        assert scores[name]["subtask"]["psj"] == 0.0 and scores[name]["hand_caption"]["psj"] == 0.0
