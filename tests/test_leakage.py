@@ -6,12 +6,12 @@ import dataclasses
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from test_points_properties import timelines  # tests/ is on sys.path (no __init__.py)
 
 from egohorizon.data.leakage import HistoryIndex, LeakageError, check_points, history_before
 from egohorizon.data.points import build_points
 from egohorizon.data.splits import DaySplit, make_day_split
 from egohorizon.schema import Event
-from tests.test_points_properties import timelines
 
 BASE = 1_700_006_400.0
 DAY_S = 86400.0
