@@ -75,6 +75,7 @@ class Word:
     end: float
     text: str
     confidence: float | None = None
+    speaker: str | None = None  # when the source knows it (the demo world does; Aria ASR does not)
 
 
 def _number(obj: dict, key: str, where: str, *, optional: bool = False) -> float | None:
@@ -117,8 +118,9 @@ def _word_from_dict(obj: Any, where: str) -> Word:
     start, end = _number(obj, "start", where), _number(obj, "end", where)
     if end < start:
         raise DataError(f"{where}: field 'end': expected end >= start, got {end} < {start}")
-    return Word(start=start, end=end, text=obj["text"],
-                confidence=_number(obj, "confidence", where, optional=True))
+    speaker = obj.get("speaker")
+    return Word(start=start, end=end, text=obj["text"], confidence=_number(obj, "confidence", where, optional=True),
+                speaker=speaker if isinstance(speaker, str) else None)
 
 
 @dataclass

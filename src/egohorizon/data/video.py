@@ -25,8 +25,8 @@ BACKENDS = ("auto", "decord", "pyav")
 
 
 def tick_indices(times_s: np.ndarray, rate_hz: float | None) -> np.ndarray:
-    """Indices of the frames nearest to ticks every 1/rate s from the first frame (each used once);
-    every frame when rate is None."""
+    """Indices of the frames nearest to ticks every 1/rate s from the first frame (each used once;
+    a tie goes to the earlier frame); every frame when rate is None."""
     times_s = np.asarray(times_s, dtype=np.float64)
     if rate_hz is None or len(times_s) == 0:
         return np.arange(len(times_s))

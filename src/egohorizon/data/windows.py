@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, Word
+from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, GAZE_OUTSIDE, Word
 from egohorizon.schema import Event, Recording
 
 WINDOW_SCHEMA_VERSION = 1
@@ -105,7 +105,8 @@ class WindowSample:
             "long_side": self.config.long_side, "crop_size": self.config.crop_size,
             "gaze_drawn": self.config.draw_gaze,
             "frames": [_frame_meta(f) for f in self.frames],
-            "words": [{"start": w.start, "end": w.end, "text": w.text, "confidence": w.confidence} for w in self.words],
+            "words": [{"start": w.start, "end": w.end, "text": w.text, "confidence": w.confidence,
+                       "speaker": w.speaker} for w in self.words],
             "transcript": self.transcript,
             "events": [{"id": e.id, "level": e.level, "start": e.start, "end": e.end, "text": e.text}
                        for e in self.events],
@@ -230,7 +231,10 @@ def _load(source: SourceFrame) -> tuple[np.ndarray, SourceFrame]:
         return loaded, source
     image, gaze, confidence = loaded
     status = GAZE_OK if gaze is not None else GAZE_MISSING
-    gaze = (float(gaze[0]), float(gaze[1])) if gaze is not None else None
+    height, width = image.shape[:2]
+    if gaze is not None and not (-0.5 <= gaze[0] < width - 0.5 and -0.5 <= gaze[1] < height - 0.5):
+        status = GAZE_OUTSIDE  # looked beyond the camera's view: marked, like Aria gaze outside the image
+    gaze = (float(gaze[0]), float(gaze[1])) if status == GAZE_OK else None
     return image, replace(source, gaze=gaze, gaze_status=status,
                           gaze_confidence=float(confidence) if confidence is not None else None)
 

@@ -55,6 +55,16 @@ def _render_demo_frame(world, session: str, t: float, size: int):
     return np.asarray(image.convert("RGB")), gaze, confidence
 
 
+def _utterance_words(utterance: dict) -> list[Word]:
+    """Timed words of a demo utterance (``words``: [[text, start, end], ...]), or the whole utterance."""
+    speaker = utterance.get("speaker")
+    if utterance.get("words"):
+        return [Word(start=float(start), end=float(end), text=str(text), speaker=speaker)
+                for text, start, end in utterance["words"]]
+    return [Word(start=float(utterance["start"]), end=float(utterance["end"]), text=str(utterance["text"]),
+                 speaker=speaker)]
+
+
 def demo_sources(world, *, frame_size: int = 448, rate_hz: float = 1.0,
                  recordings: Sequence[Recording] | None = None) -> list[RecordingSource]:
     """Sources for the demo world's recordings: 1 Hz frames rendered at ``frame_size`` when a window
@@ -62,13 +72,16 @@ def demo_sources(world, *, frame_size: int = 448, rate_hz: float = 1.0,
     sources = []
     transcript = list(getattr(world, "transcript", []) or [])
     for recording in recordings if recordings is not None else world.recordings:
-        count = max(1, math.floor((recording.end - recording.start) * rate_hz + 1e-9))
-        times = [recording.start + k / rate_hz for k in range(count)]
+        if rate_hz == 1.0 and hasattr(world, "frame_times"):
+            times = world.frame_times(recording.session)  # the world's own 1 Hz grid
+        else:
+            count = max(1, math.floor((recording.end - recording.start) * rate_hz + 1e-9))
+            times = [recording.start + k / rate_hz for k in range(count)]
         frames = [SourceFrame(t=t, load=functools.partial(_render_demo_frame, world, recording.session, t, frame_size),
                               gaze_status=GAZE_MISSING, gaze_dt=0.0) for t in times]
-        words = [Word(start=float(u["start"]), end=float(u["end"]), text=str(u["text"]))
-                 for u in transcript
-                 if u.get("participant") == recording.participant and u.get("session") == recording.session]
+        utterances = [u for u in transcript
+                      if u.get("participant") == recording.participant and u.get("session") == recording.session]
+        words = [w for u in utterances for w in _utterance_words(u)]
         events = [e for e in world.events if e.participant == recording.participant]
         sources.append(RecordingSource(recording=recording, frames=frames, words=words, events=events, kind="demo"))
     return sources
