@@ -18,6 +18,7 @@ from egohorizon.schema import RecordError
 # Subcommand name -> module. Order is the order shown in --help.
 COMMANDS: dict[str, str] = {
     "data": "egohorizon.commands.data",
+    "demo": "egohorizon.commands.demo",
     "points": "egohorizon.commands.points",
     "ingest": "egohorizon.commands.ingest",
     "shards": "egohorizon.commands.shards",
