@@ -21,9 +21,9 @@ from egohorizon.data.demo.simulate import Node
 
 P_DAY_OFF = 18 / 126  # NextMe-800's share of calendar days without any recording
 P_ON_AT_WAKE = 0.7
-SESSION_MEDIAN_MIN = 70.0
+SESSION_MEDIAN_MIN = 62.0
 SESSION_SIGMA = 0.5
-GAP_MEDIAN_MIN = 75.0
+GAP_MEDIAN_MIN = 68.0
 GAP_SIGMA = 0.7
 P_RESUME_AFTER_PRIVATE = 0.4  # after a shower, the glasses often go straight back on
 MIN_SESSION_S = 300  # nobody switches the glasses on for a minute: shorter stretches go unrecorded
