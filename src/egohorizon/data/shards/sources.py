@@ -56,10 +56,12 @@ def _render_demo_frame(world, session: str, t: float, size: int):
 
 
 def _utterance_words(utterance: dict) -> list[Word]:
-    """Timed words of a demo utterance (``words``: [[text, start, end], ...]), or the whole utterance."""
+    """Timed words of a demo utterance (``words``: [[text, start, end], ...] in seconds from the
+    utterance's start), or the whole utterance as one entry when it has no word times."""
     speaker = utterance.get("speaker")
+    origin = float(utterance["start"])
     if utterance.get("words"):
-        return [Word(start=float(start), end=float(end), text=str(text), speaker=speaker)
+        return [Word(start=origin + float(start), end=origin + float(end), text=str(text), speaker=speaker)
                 for text, start, end in utterance["words"]]
     return [Word(start=float(utterance["start"]), end=float(utterance["end"]), text=str(utterance["text"]),
                  speaker=speaker)]
