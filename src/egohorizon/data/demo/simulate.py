@@ -26,7 +26,7 @@ PLACE_PHRASES = {
     "home office": "at my desk", "studio desk": "at my desk in the studio", "meeting room": "in the meeting room",
     "canteen": "in the canteen", "café": "at the café", "supermarket": "in the supermarket", "park": "in the park",
     "climbing gym": "at the climbing gym", "restaurant": "at the restaurant", "office kitchen": "in the office kitchen",
-    "street": "on the street", "tram": "on the tram", "airport": "at the airport", "plane": "on the plane",
+    "airport": "at the airport", "plane": "on the plane",
 }
 
 

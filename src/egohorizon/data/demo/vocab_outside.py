@@ -40,7 +40,9 @@ task("walk_trip", "walk to {destination}|go to {destination} on foot|walk over t
 task("ride_podcast", "listen to a podcast on the way|put on a podcast for the trip|listen to music on the way",
      [step("start_podcast", "pick a podcast episode|choose music for the trip|start a podcast",
            [a("choose a podcast episode on my phone|pick a playlist|put in my earphones and press play",
-              "phone earphones", 8, 25, screen="phone:music"), WALK_TOWN], place="street")], place="street")
+              "phone earphones", 8, 25, screen="phone:music"),
+            a("set off down the street listening|head out with my earphones in|walk off down the street",
+              "earphones", 30, 90, place="street")], place="street")], place="street")
 activity("commute", "travel to {destination}|commute to {destination}|make my way to {destination}",
          [opt("ride_podcast", 0.25), pick("cycle_trip", "tram_trip", "walk_trip", weights=(3, 2, 1))], place="street",
          interruptible=False)
