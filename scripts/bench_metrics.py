@@ -50,7 +50,12 @@ def read_videos(path: Path) -> dict[str, list[dict]]:
     with open(path, newline="") as handle:
         for row in csv.DictReader(handle):
             videos.setdefault(row["video_id"], []).append(
-                {"text": row["narration"], "start": seconds(row["start_timestamp"]), "end": seconds(row["stop_timestamp"])})
+                {
+                    "text": row["narration"],
+                    "start": seconds(row["start_timestamp"]),
+                    "end": seconds(row["stop_timestamp"]),
+                }
+            )
     for events in videos.values():
         events.sort(key=lambda e: (e["start"], e["end"]))
     return videos
@@ -64,16 +69,25 @@ def build_points(n_points: int, k: int, context: int, rng: random.Random):
     for source, (path, share) in SOURCES.items():
         wanted = round(n_points * share) if source != list(SOURCES)[-1] else n_points - len(points)
         videos = read_videos(path)
-        slots = [(vid, i) for vid, events in sorted(videos.items())
-                 for i in range(context, len(events) - k, k)]
+        slots = [
+            (vid, i) for vid, events in sorted(videos.items()) for i in range(context, len(events) - k, k)
+        ]
         for vid, i in rng.sample(slots, min(wanted, len(slots))):
             events = videos[vid]
-            targets = events[i:i + k]
+            targets = events[i : i + k]
             t0 = targets[0]["start"]
-            ctx = [e for e in events[i - context:i] if e["end"] <= t0]
-            point = ForecastPoint(id=f"{source}-{vid}-{i}", source=source, participant=vid.split("_")[0], level=1,
-                                  k=k, t0=t0, context=ctx, targets=[e["text"] for e in targets],
-                                  windows=[[e["start"], e["end"]] for e in targets])
+            ctx = [e for e in events[i - context : i] if e["end"] <= t0]
+            point = ForecastPoint(
+                id=f"{source}-{vid}-{i}",
+                source=source,
+                participant=vid.split("_")[0],
+                level=1,
+                k=k,
+                t0=t0,
+                context=ctx,
+                targets=[e["text"] for e in targets],
+                windows=[[e["start"], e["end"]] for e in targets],
+            )
             perturbed = [t if rng.random() < 0.6 else rng.choice(events)["text"] for t in point.targets]
             rng.shuffle(perturbed[: k // 2])
             other = [rng.choice(events)["text"] for _ in range(k)]
@@ -102,8 +116,10 @@ def naive_pair_score(reference, prediction, model) -> float:
     """What one would write first: embed this pair's strings, fill the DP table in Python."""
     import numpy as np
 
-    vectors = model.encode(list(reference) + list(prediction), normalize_embeddings=True, show_progress_bar=False)
-    ref, pred = vectors[: len(reference)], vectors[len(reference):]
+    vectors = model.encode(
+        list(reference) + list(prediction), normalize_embeddings=True, show_progress_bar=False
+    )
+    ref, pred = vectors[: len(reference)], vectors[len(reference) :]
     m, n = len(reference), len(prediction)
     d = [[float(i + j) if i == 0 or j == 0 else 0.0 for j in range(n + 1)] for i in range(m + 1)]
     for i in range(1, m + 1):
@@ -114,12 +130,16 @@ def naive_pair_score(reference, prediction, model) -> float:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--points", type=int, default=1500)
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument("--draws", type=int, default=5)
     parser.add_argument("--embedder", default="minilm")
-    parser.add_argument("--naive-sample", type=int, default=40, help="pairs timed with the naive implementation")
+    parser.add_argument(
+        "--naive-sample", type=int, default=40, help="pairs timed with the naive implementation"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--repeats", type=int, default=2, help="timed runs of each; the fastest counts")
     parser.add_argument("--json", default=None, help="also write the figures here")
@@ -164,7 +184,9 @@ def main(argv=None) -> int:
 
     n_pairs = sum(len(c) for c in predictions.values()) + len(points) * args.draws * 3
     model = embedder._load()
-    sample = [(p.targets, predictions[p.id][j % 3]) for j, p in enumerate(rng.sample(points, args.naive_sample))]
+    sample = [
+        (p.targets, predictions[p.id][j % 3]) for j, p in enumerate(rng.sample(points, args.naive_sample))
+    ]
     started = time.perf_counter()
     naive_scores = [naive_pair_score(ref, pred, model) for ref, pred in sample]
     naive_s = (time.perf_counter() - started) / len(sample) * n_pairs
@@ -172,23 +194,37 @@ def main(argv=None) -> int:
 
     peak_gb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20  # ru_maxrss is in KiB on Linux
     figures = {
-        "points": len(points), "k": args.k, "candidates": 3, "random_draws": args.draws, "pairs_scored": n_pairs,
-        "distinct_strings": len(distinct), "embedder": embedder.name, "model_load_s": round(load_s, 2),
-        "total_s": round(total_s, 2), "floor_embed_distinct_s": round(floor_s, 2),
+        "points": len(points),
+        "k": args.k,
+        "candidates": 3,
+        "random_draws": args.draws,
+        "pairs_scored": n_pairs,
+        "distinct_strings": len(distinct),
+        "embedder": embedder.name,
+        "model_load_s": round(load_s, 2),
+        "total_s": round(total_s, 2),
+        "floor_embed_distinct_s": round(floor_s, 2),
         "ratio_total_to_floor": round(total_s / floor_s, 3),
         "scoring_without_model_s": round(overhead_s, 2),
-        "total_runs_s": [round(t, 2) for t in totals], "floor_runs_s": [round(t, 2) for t in floors],
-        "naive_sample_pairs": len(sample), "naive_scaled_s": round(naive_s, 1),
-        "speedup_vs_naive": round(naive_s / total_s, 1), "peak_rss_gb": round(peak_gb, 3),
-        "S": report["overall"]["S"], "S_rand": report["overall"]["S_rand"], "S_norm": report["overall"]["S_norm"],
+        "total_runs_s": [round(t, 2) for t in totals],
+        "floor_runs_s": [round(t, 2) for t in floors],
+        "naive_sample_pairs": len(sample),
+        "naive_scaled_s": round(naive_s, 1),
+        "speedup_vs_naive": round(naive_s / total_s, 1),
+        "peak_rss_gb": round(peak_gb, 3),
+        "S": report["overall"]["S"],
+        "S_rand": report["overall"]["S_rand"],
+        "S_norm": report["overall"]["S_norm"],
         "naive_vs_ours_max_abs_diff": float(np.max(np.abs(np.subtract(naive_scores, ours)))),
         "cpu_count": os.cpu_count(),
     }
     for key, value in figures.items():
         print(f"{key:>24}: {value}")
-    print(f"targets: ratio <= 1.3 {'OK' if figures['ratio_total_to_floor'] <= 1.3 else 'MISSED'}; "
-          f"speed-up >= 10x {'OK' if figures['speedup_vs_naive'] >= 10 else 'MISSED'}; "
-          f"peak < 2 GB {'OK' if peak_gb < 2 else 'MISSED'}")
+    print(
+        f"targets: ratio <= 1.3 {'OK' if figures['ratio_total_to_floor'] <= 1.3 else 'MISSED'}; "
+        f"speed-up >= 10x {'OK' if figures['speedup_vs_naive'] >= 10 else 'MISSED'}; "
+        f"peak < 2 GB {'OK' if peak_gb < 2 else 'MISSED'}"
+    )
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2) + "\n")
     return 0

@@ -15,8 +15,8 @@ from egohorizon.llm import make_backend
 from egohorizon.llm.base import LLMError
 from egohorizon.llm.cache import CachedBackend
 from egohorizon.llm.openai_http import OpenAIChatBackend
-from egohorizon.metrics.llm_judge import LLMJudge, parse_verdict
 from egohorizon.metrics.judges import VerdictsJudge
+from egohorizon.metrics.llm_judge import LLMJudge, parse_verdict
 from egohorizon.metrics.segments import score_segments
 from egohorizon.schema import Segment
 
@@ -45,8 +45,9 @@ class ScriptedChatServer:
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with server.lock:
-                    server.requests.append({"path": self.path, "body": body,
-                                            "auth": self.headers.get("Authorization")})
+                    server.requests.append(
+                        {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                    )
                     action = server.script.pop(0) if server.script else "ok"
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
@@ -76,11 +77,17 @@ class ScriptedChatServer:
                 n = 1 if server.ignore_n else body.get("n", 1)
                 if judge:
                     match = server.verdicts.get((judge.group(1), judge.group(2)), False)
-                    contents = [f'```json\n{{"match": {json.dumps(match)}, "rationale": "scripted"}}\n```'] * n
+                    contents = [
+                        f'```json\n{{"match": {json.dumps(match)}, "rationale": "scripted"}}\n```'
+                    ] * n
                 else:
                     contents = [f"echo {i + body.get('seed', 0)}: {text}" for i in range(n)]
-                reply = {"choices": [{"index": i, "message": {"role": "assistant", "content": c}}
-                                     for i, c in enumerate(contents)]}
+                reply = {
+                    "choices": [
+                        {"index": i, "message": {"role": "assistant", "content": c}}
+                        for i, c in enumerate(contents)
+                    ]
+                }
                 self._send(json.dumps(reply).encode())
 
             def _send(self, payload: bytes):
@@ -92,8 +99,9 @@ class ScriptedChatServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                       daemon=True)
+        self.thread = threading.Thread(
+            target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def __enter__(self):
         self.thread.start()
@@ -120,10 +128,17 @@ def test_generate_sends_an_openai_request(server):
     assert backend.generate("hello", max_new_tokens=7, temperature=0.5, seed=3) == ["echo 3: hello"]
     request = server.requests[0]
     assert request["path"] == "/v1/chat/completions" and request["auth"] == "Bearer sk-test"
-    assert request["body"] == {"model": "scripted-model", "messages": [{"role": "user", "content": "hello"}],
-                               "max_tokens": 7, "temperature": 0.5, "seed": 3, "n": 1}
-    assert backend.generate([{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}],
-                            n=2) == ["echo 0: hi", "echo 1: hi"]
+    assert request["body"] == {
+        "model": "scripted-model",
+        "messages": [{"role": "user", "content": "hello"}],
+        "max_tokens": 7,
+        "temperature": 0.5,
+        "seed": 3,
+        "n": 1,
+    }
+    assert backend.generate(
+        [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}], n=2
+    ) == ["echo 0: hi", "echo 1: hi"]
 
 
 def test_servers_that_ignore_n_are_asked_again(server):
@@ -198,6 +213,7 @@ def test_make_backend_picks_http_and_wraps_the_cache(server, tmp_path):
 
 # ------------------------------------------------------------------------ the LLM judge over HTTP
 
+
 def test_parse_verdict():
     assert parse_verdict('{"match": true, "rationale": "same"}') is True
     assert parse_verdict('Sure.\n```json\n{"match": false}\n```') is False
@@ -211,11 +227,17 @@ def seg(start, end, label, clip="stairs"):
 
 
 def test_llm_judge_caches_every_verdict_and_a_rerun_makes_no_call(server, tmp_path):
-    server.verdicts = {("sweeping the stairs", "sweeping the top stair"): True,
-                       ("sweeping the stairs", "sweeping the bottom stair"): True}
+    server.verdicts = {
+        ("sweeping the stairs", "sweeping the top stair"): True,
+        ("sweeping the stairs", "sweeping the bottom stair"): True,
+    }
     gold = [seg(0, 5, "sweeping the stairs")]
-    pred = [seg(0, 2, "sweeping the top stair"), seg(2, 4, "sweeping the bottom stair"),
-            seg(4, 5, "carrying the broom"), seg(0, 5, "doing chores")]
+    pred = [
+        seg(0, 2, "sweeping the top stair"),
+        seg(2, 4, "sweeping the bottom stair"),
+        seg(4, 5, "carrying the broom"),
+        seg(0, 5, "doing chores"),
+    ]
     judge = LLMJudge(client(server), "judge_subtask", cache_dir=tmp_path / "judge")
     block = score_segments(gold, pred, judge)["kinds"]["subtask"]
     # covered: preds 2 + 2 + 0 + 0, gold 4 of 5 -> 8 / (2 + 2 + 1 + 5 + 5)
@@ -223,8 +245,10 @@ def test_llm_judge_caches_every_verdict_and_a_rerun_makes_no_call(server, tmp_pa
     assert len(server.requests) == 3 and judge.stats["backend_calls"] == 3  # "doing chores": the generic rule
     assert judge.stats["generic_rule"] == 1
     sent = server.requests[0]["body"]["messages"][0]["content"]
-    assert sent.startswith("You are grading a human annotator against a gold reference for egocentric video "
-                           "subtask descriptions.")
+    assert sent.startswith(
+        "You are grading a human annotator against a gold reference for egocentric video "
+        "subtask descriptions."
+    )
     assert 'Return only JSON: {"match": true|false, "rationale": "short reason"}' in sent
 
     rerun = LLMJudge(client(server), "judge_subtask", cache_dir=tmp_path / "judge")

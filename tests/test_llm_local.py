@@ -7,8 +7,13 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-CORPUS = ["the person makes coffee", "the person washes the cup", "then they read a book",
-          "they walk to the kitchen", "match true false"] * 4
+CORPUS = [
+    "the person makes coffee",
+    "the person washes the cup",
+    "then they read a book",
+    "they walk to the kitchen",
+    "match true false",
+] * 4
 
 
 @pytest.fixture(scope="module")
@@ -21,16 +26,27 @@ def toy_model_dir(tmp_path_factory):
     raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
     raw.train_from_iterator(CORPUS, trainers.WordLevelTrainer(special_tokens=["<unk>", "<pad>", "<eos>"]))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", pad_token="<pad>",
-                                        eos_token="<eos>")
-    tokenizer.chat_template = ("{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
-                               "{% if add_generation_prompt %}assistant {% endif %}")
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw, unk_token="<unk>", pad_token="<pad>", eos_token="<eos>"
+    )
+    tokenizer.chat_template = (
+        "{% for m in messages %}{{ m['role'] }} {{ m['content'] }} {% endfor %}"
+        "{% if add_generation_prompt %}assistant {% endif %}"
+    )
     tokenizer.save_pretrained(folder)
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=16, intermediate_size=32, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                         bos_token_id=tokenizer.eos_token_id)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=tokenizer.eos_token_id,
+    )
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
 
@@ -43,16 +59,25 @@ def test_greedy_sampling_and_n(toy_model_dir, tmp_path):
     greedy = backend.generate("the person makes", max_new_tokens=5)
     assert len(greedy) == 1 and isinstance(greedy[0], str) and greedy[0]
     assert backend.generate("the person makes", max_new_tokens=5) == greedy  # greedy is deterministic
-    sampled = backend.generate([{"role": "user", "content": "the person"}], max_new_tokens=5, temperature=1.0,
-                               seed=4, n=3)
+    sampled = backend.generate(
+        [{"role": "user", "content": "the person"}], max_new_tokens=5, temperature=1.0, seed=4, n=3
+    )
     assert len(sampled) == 3
-    assert backend.generate([{"role": "user", "content": "the person"}], max_new_tokens=5, temperature=1.0,
-                            seed=4, n=3) == sampled  # a seed makes sampling repeatable
+    assert (
+        backend.generate(
+            [{"role": "user", "content": "the person"}], max_new_tokens=5, temperature=1.0, seed=4, n=3
+        )
+        == sampled
+    )  # a seed makes sampling repeatable
     assert backend.describe() == {"backend": "transformers", "model": str(toy_model_dir), "vlm": False}
 
     cached = make_backend(str(toy_model_dir), cache_dir=tmp_path, device="cpu")
     first = cached.generate_many(["a", "b"], max_new_tokens=3)
-    assert cached.generate_many(["a", "b"], max_new_tokens=3) == first and cached.hits == 2 and cached.misses == 2
+    assert (
+        cached.generate_many(["a", "b"], max_new_tokens=3) == first
+        and cached.hits == 2
+        and cached.misses == 2
+    )
 
 
 def test_missing_model_is_a_clear_error(tmp_path):
@@ -68,37 +93,85 @@ def toy_vlm_dir(tmp_path_factory):
     """A toy Qwen2-VL (random weights) with a word-level tokenizer and the real Qwen2-VL processor."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, trainers
-    from transformers import (PreTrainedTokenizerFast, Qwen2VLConfig, Qwen2VLForConditionalGeneration,
-                              Qwen2VLImageProcessor, Qwen2VLProcessor, Qwen2VLVideoProcessor)
+    from transformers import (
+        PreTrainedTokenizerFast,
+        Qwen2VLConfig,
+        Qwen2VLForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLProcessor,
+        Qwen2VLVideoProcessor,
+    )
 
     folder = tmp_path_factory.mktemp("toy_vlm")
-    special = ["<unk>", "<pad>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
-               "<|image_pad|>", "<|video_pad|>"]
+    special = [
+        "<unk>",
+        "<pad>",
+        "<|im_start|>",
+        "<|im_end|>",
+        "<|vision_start|>",
+        "<|vision_end|>",
+        "<|image_pad|>",
+        "<|video_pad|>",
+    ]
     raw = Tokenizer(models.WordLevel(unk_token="<unk>"))
     raw.pre_tokenizer = pre_tokenizers.Whitespace()
-    raw.train_from_iterator(["user assistant describe the image a red square on a table"] * 3,
-                            trainers.WordLevelTrainer(special_tokens=special))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=raw, unk_token="<unk>", pad_token="<pad>",
-                                        eos_token="<|im_end|>", additional_special_tokens=special[2:])
-    template = ("{% for m in messages %}<|im_start|> {{ m['role'] }} {% if m['content'] is string %}"
-                "{{ m['content'] }}{% else %}{% for p in m['content'] %}{% if p['type'] == 'image' %}"
-                "<|vision_start|><|image_pad|><|vision_end|>{% elif p['type'] == 'text' %} {{ p['text'] }}"
-                "{% endif %}{% endfor %}{% endif %} <|im_end|> {% endfor %}"
-                "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}")
+    raw.train_from_iterator(
+        ["user assistant describe the image a red square on a table"] * 3,
+        trainers.WordLevelTrainer(special_tokens=special),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=raw,
+        unk_token="<unk>",
+        pad_token="<pad>",
+        eos_token="<|im_end|>",
+        additional_special_tokens=special[2:],
+    )
+    template = (
+        "{% for m in messages %}<|im_start|> {{ m['role'] }} {% if m['content'] is string %}"
+        "{{ m['content'] }}{% else %}{% for p in m['content'] %}{% if p['type'] == 'image' %}"
+        "<|vision_start|><|image_pad|><|vision_end|>{% elif p['type'] == 'text' %} {{ p['text'] }}"
+        "{% endif %}{% endfor %}{% endif %} <|im_end|> {% endfor %}"
+        "{% if add_generation_prompt %}<|im_start|> assistant {% endif %}"
+    )
     tokenizer.chat_template = template
-    processor = Qwen2VLProcessor(image_processor=Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=56 * 56),
-                                 tokenizer=tokenizer, video_processor=Qwen2VLVideoProcessor(), chat_template=template)
+    processor = Qwen2VLProcessor(
+        image_processor=Qwen2VLImageProcessor(min_pixels=56 * 56, max_pixels=56 * 56),
+        tokenizer=tokenizer,
+        video_processor=Qwen2VLVideoProcessor(),
+        chat_template=template,
+    )
     processor.save_pretrained(folder)
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in special}
     config = Qwen2VLConfig(
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                         bos_token_id=ids["<|im_start|>"], eos_token_id=ids["<|im_end|>"], pad_token_id=ids["<pad>"],
-                         rope_scaling={"type": "mrope", "mrope_section": [2, 3, 3]}),
-        vision_config=dict(depth=1, embed_dim=16, hidden_size=32, num_heads=2, mlp_ratio=2, patch_size=14,
-                           spatial_merge_size=2, temporal_patch_size=2, in_channels=3),
-        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+        text_config={
+            "vocab_size": len(tokenizer),
+            "hidden_size": 32,
+            "intermediate_size": 64,
+            "num_hidden_layers": 1,
+            "num_attention_heads": 2,
+            "num_key_value_heads": 2,
+            "max_position_embeddings": 256,
+            "bos_token_id": ids["<|im_start|>"],
+            "eos_token_id": ids["<|im_end|>"],
+            "pad_token_id": ids["<pad>"],
+            "rope_scaling": {"type": "mrope", "mrope_section": [2, 3, 3]},
+        },
+        vision_config={
+            "depth": 1,
+            "embed_dim": 16,
+            "hidden_size": 32,
+            "num_heads": 2,
+            "mlp_ratio": 2,
+            "patch_size": 14,
+            "spatial_merge_size": 2,
+            "temporal_patch_size": 2,
+            "in_channels": 3,
+        },
+        image_token_id=ids["<|image_pad|>"],
+        video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"],
+        vision_end_token_id=ids["<|vision_end|>"],
+    )
     torch.manual_seed(0)
     Qwen2VLForConditionalGeneration(config).save_pretrained(folder)
     return folder
@@ -111,8 +184,12 @@ def test_vlm_reads_image_parts_through_its_processor(toy_vlm_dir):
 
     backend = TransformersBackend(str(toy_vlm_dir), device="cpu")
     image = Image.new("RGB", (56, 56), (200, 30, 30))
-    messages = [{"role": "user", "content": [{"type": "image", "image": image},
-                                             {"type": "text", "text": "describe the image"}]}]
+    messages = [
+        {
+            "role": "user",
+            "content": [{"type": "image", "image": image}, {"type": "text", "text": "describe the image"}],
+        }
+    ]
     answers = backend.generate(messages, max_new_tokens=4)
     assert len(answers) == 1 and isinstance(answers[0], str)
     assert backend.describe()["vlm"] is True

@@ -11,9 +11,11 @@ from egohorizon.metrics.embedders import ExactEmbedder
 def test_pairwise_accuracy_hand_computed():
     scores = [[0.9, 0.5, 0.5], [0.2, 0.8]]
     rankings = [
-        [[1, 2, 3],      # pairs (0>1) right, (0>2) right, (1>2) metric ties -> wrong
-         [1, 1, 2]],     # (0,1) tie skipped; (0>2) right; (1>2) metric ties -> wrong
-        [[2, 1]],        # (1>0) right
+        [
+            [1, 2, 3],  # pairs (0>1) right, (0>2) right, (1>2) metric ties -> wrong
+            [1, 1, 2],
+        ],  # (0,1) tie skipped; (0>2) right; (1>2) metric ties -> wrong
+        [[2, 1]],  # (1>0) right
     ]
     result = pairwise_accuracy(scores, rankings)
     assert result == {"accuracy": pytest.approx(4 / 6), "right": 4, "pairs": 6}

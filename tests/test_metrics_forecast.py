@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from egohorizon.metrics.embedders import ExactEmbedder, PrecomputedEmbedder, get_embedder
+from egohorizon.metrics.embedders import EmbeddingTable, ExactEmbedder, PrecomputedEmbedder, get_embedder
 from egohorizon.metrics.forecast import (
     _pair_scores,
     repeat_last_k,
@@ -21,7 +21,6 @@ from egohorizon.metrics.forecast import (
     soft_edit_distances,
     soft_edit_score,
 )
-from egohorizon.metrics.embedders import EmbeddingTable
 from egohorizon.schema import ForecastPoint
 
 
@@ -31,15 +30,33 @@ def unit(angle_degrees: float) -> list[float]:
     return [math.cos(radians), math.sin(radians)]
 
 
-def point(pid: str, targets: list[str], *, source="demo", level=1, k=None, participant="P1",
-          context=None, start=100.0) -> ForecastPoint:
+def point(
+    pid: str,
+    targets: list[str],
+    *,
+    source="demo",
+    level=1,
+    k=None,
+    participant="P1",
+    context=None,
+    start=100.0,
+) -> ForecastPoint:
     windows = [[start + 10 * i, start + 10 * i + 5] for i in range(len(targets))]
-    return ForecastPoint(id=pid, source=source, participant=participant, level=level,
-                         k=k or len(targets), t0=start, context=context or [], targets=targets,
-                         windows=windows)
+    return ForecastPoint(
+        id=pid,
+        source=source,
+        participant=participant,
+        level=level,
+        k=k or len(targets),
+        t0=start,
+        context=context or [],
+        targets=targets,
+        windows=windows,
+    )
 
 
 # ------------------------------------------------------------------------ hand-computed values
+
 
 def test_hand_computed_soft_edit_scores():
     # cos(g1, a1) = cos 60deg = 0.5 -> c = 0.5 ; cos(g2, a1) = cos 90deg = 0 -> c = 1 ;
@@ -70,8 +87,10 @@ def test_k1_is_the_clipped_cosine():
 
 # ------------------------------------------------------------------------ against Levenshtein
 
-actions = st.lists(st.sampled_from(["take cup", "Take cup.", "open fridge", "wash plate", "cut onion",
-                                    "stir pot"]), max_size=12)
+actions = st.lists(
+    st.sampled_from(["take cup", "Take cup.", "open fridge", "wash plate", "cut onion", "stir pot"]),
+    max_size=12,
+)
 
 
 def levenshtein_score(reference: list[str], prediction: list[str]) -> float:
@@ -124,28 +143,38 @@ def test_vectorised_dp_equals_the_textbook_recurrence(m, n, seed):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.floats(-180, 180), min_size=1, max_size=8),
-       st.lists(st.floats(-180, 180), min_size=0, max_size=8))
+@given(
+    st.lists(st.floats(-180, 180), min_size=1, max_size=8),
+    st.lists(st.floats(-180, 180), min_size=0, max_size=8),
+)
 def test_score_stays_in_unit_interval(ref_angles, pred_angles):
     vectors = {f"r{i}": unit(a) for i, a in enumerate(ref_angles)}
     vectors.update({f"p{i}": unit(a) for i, a in enumerate(pred_angles)})
-    score = soft_edit_score([f"r{i}" for i in range(len(ref_angles))],
-                            [f"p{i}" for i in range(len(pred_angles))], PrecomputedEmbedder(vectors))
+    score = soft_edit_score(
+        [f"r{i}" for i in range(len(ref_angles))],
+        [f"p{i}" for i in range(len(pred_angles))],
+        PrecomputedEmbedder(vectors),
+    )
     assert 0.0 <= score <= 1.0
 
 
 # ------------------------------------------------------------------------ best of N, invalid
 
+
 def test_best_of_n_and_invalid_counting():
     embedder = ExactEmbedder()
-    points = [point("p1", ["a", "b", "c"]), point("p2", ["d", "e", "f"], start=200),
-              point("p3", ["a", "e"], start=300), point("p4", ["b"], start=400, k=1)]
+    points = [
+        point("p1", ["a", "b", "c"]),
+        point("p2", ["d", "e", "f"], start=200),
+        point("p3", ["a", "e"], start=300),
+        point("p4", ["b"], start=400, k=1),
+    ]
     predictions = {
         "p1": [["x", "y", "z"], ["a", "b", "x"], ["a", "b", "c"], ["a"]],  # 4th is beyond N=3
-        "p2": None,                                                       # unparseable output
-        "p3": [[" ", ""], ["a", " e "]],                                 # empty candidate dropped
+        "p2": None,  # unparseable output
+        "p3": [[" ", ""], ["a", " e "]],  # empty candidate dropped
         "unknown": [["a"]],
-    }                                                                     # p4 missing
+    }  # p4 missing
     report = score_forecasts(points, predictions, embedder, n_random_draws=2, seed=1)
     rows = {r["id"]: r for r in report["per_point"]}
     assert rows["p1"]["S"] == 1.0 and rows["p1"]["best"] == 2 and rows["p1"]["truncated"]
@@ -158,15 +187,21 @@ def test_best_of_n_and_invalid_counting():
     # best-of-N is the maximum of the individual scores
     singles = [soft_edit_score(["a", "b", "c"], cand, embedder) for cand in predictions["p1"][:3]]
     assert rows["p1"]["S"] == max(singles)
-    assert {(g["source"], g["level"], g["k"]) for g in report["groups"]} == {("demo", 1, 3), ("demo", 1, 2),
-                                                                              ("demo", 1, 1)}
+    assert {(g["source"], g["level"], g["k"]) for g in report["groups"]} == {
+        ("demo", 1, 3),
+        ("demo", 1, 2),
+        ("demo", 1, 1),
+    }
 
 
 def test_random_pool_excludes_own_targets_and_reports_empty_pools():
     embedder = ExactEmbedder()
     # Group (demo, 1): two points; each point's pool is the other point's targets only.
-    points = [point("p1", ["a", "a"]), point("p2", ["b", "b"], start=200),
-              point("lonely", ["z"], source="other")]
+    points = [
+        point("p1", ["a", "a"]),
+        point("p2", ["b", "b"], start=200),
+        point("lonely", ["z"], source="other"),
+    ]
     report = score_forecasts(points, {"p1": [["a", "a"]], "p2": [["b", "b"]], "lonely": [["z"]]}, embedder)
     rows = {r["id"]: r for r in report["per_point"]}
     assert rows["p1"]["S_rand"] == 0.0 and rows["p2"]["S_rand"] == 0.0  # never draws its own "a"
@@ -190,10 +225,20 @@ def epic_points(shared_data, n_points=120, k=5):
     rows.sort(key=lambda r: r["start_timestamp"])
     points = []
     for i in range(0, min(len(rows) - k, n_points * k), k):
-        chunk = rows[i:i + k]
-        points.append(ForecastPoint(id=f"pt{i}", source="epic", participant="P01", level=1, k=k, t0=float(i),
-                                    context=[], targets=[r["narration"] for r in chunk],
-                                    windows=[[float(i + j), float(i + j) + 0.5] for j in range(k)]))
+        chunk = rows[i : i + k]
+        points.append(
+            ForecastPoint(
+                id=f"pt{i}",
+                source="epic",
+                participant="P01",
+                level=1,
+                k=k,
+                t0=float(i),
+                context=[],
+                targets=[r["narration"] for r in chunk],
+                windows=[[float(i + j), float(i + j) + 0.5] for j in range(k)],
+            )
+        )
     return points
 
 
@@ -206,18 +251,31 @@ def test_normalisation_is_zero_for_random_and_one_for_perfect_predictions(shared
     # "random predictions": trajectories drawn like the baseline, from other points' targets
     rng = np.random.default_rng(7)
     pool = [t for p in points for t in p.targets]
-    random_preds = {p.id: [[pool[i] for i in rng.integers(0, len(pool), p.k)] for _ in range(3)]
-                    for p in points}
+    random_preds = {
+        p.id: [[pool[i] for i in rng.integers(0, len(pool), p.k)] for _ in range(3)] for p in points
+    }
     chance = score_forecasts(points, random_preds, embedder, n_random_draws=5)
     assert abs(chance["overall"]["S_norm"]) < 0.1
     assert 0.0 < chance["overall"]["S_rand"] < 0.5
 
 
 def test_repeat_last_k_takes_the_most_recent_events_oldest_first():
-    context = [{"text": "c", "start": 20.0, "end": 30.0}, {"text": "a", "start": 0.0, "end": 10.0},
-               {"text": "b", "start": 10.0, "end": 20.0}]
-    p = ForecastPoint(id="x", source="s", participant="P", level=1, k=2, t0=30.0, context=context,
-                      targets=["d", "e"], windows=[[30, 40], [40, 50]])
+    context = [
+        {"text": "c", "start": 20.0, "end": 30.0},
+        {"text": "a", "start": 0.0, "end": 10.0},
+        {"text": "b", "start": 10.0, "end": 20.0},
+    ]
+    p = ForecastPoint(
+        id="x",
+        source="s",
+        participant="P",
+        level=1,
+        k=2,
+        t0=30.0,
+        context=context,
+        targets=["d", "e"],
+        windows=[[30, 40], [40, 50]],
+    )
     assert repeat_last_k(p) == ["b", "c"]
     p.k = 10
     assert repeat_last_k(p) == ["a", "b", "c"]
@@ -232,14 +290,16 @@ def test_minilm_scores_real_narrations(shared_data):
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     cosine = float(vectors[0] @ vectors[1])
     assert soft_edit_score(["take cup"], ["pick up the cup"], embedder) == pytest.approx(cosine, abs=1e-5)
-    assert soft_edit_score(["take cup"], ["pick up the cup"], embedder) > \
-        soft_edit_score(["take cup"], ["open fridge"], embedder)
+    assert soft_edit_score(["take cup"], ["pick up the cup"], embedder) > soft_edit_score(
+        ["take cup"], ["open fridge"], embedder
+    )
     points = epic_points(shared_data, n_points=40)
     perfect = score_forecasts(points, {p.id: [p.targets] for p in points}, embedder)
     assert perfect["overall"]["S_norm"] == pytest.approx(1.0, abs=1e-5)
     rng = np.random.default_rng(11)
     pool = [t for p in points for t in p.targets]
-    random_preds = {p.id: [[pool[i] for i in rng.integers(0, len(pool), p.k)] for _ in range(3)]
-                    for p in points}
+    random_preds = {
+        p.id: [[pool[i] for i in rng.integers(0, len(pool), p.k)] for _ in range(3)] for p in points
+    }
     chance = score_forecasts(points, random_preds, embedder)
     assert abs(chance["overall"]["S_norm"]) < 0.1

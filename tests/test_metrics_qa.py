@@ -10,31 +10,50 @@ from egohorizon.schema import QAItem
 OPTIONS = ["In the kitchen", "On the balcony", "In the car", "At the office"]
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("B", "B"), (" c ", "C"), ("b", "B"), ("(B)", "B"), ("[D]", "D"), ("A.", "A"), ("C)", "C"),
-    ("Answer: C", "C"), ("answer:C", "C"), ("Final answer: (D)", "D"), ("The answer is: B", "B"),
-    ("After reviewing the week, the answer is D.", "D"),
-    ("I think the correct answer is B because the car was parked.", "B"),
-    ("The answer is B. Answer: B", "B"),                       # the same letter twice is fine
-    ("in the car", "C"), ("On the balcony.", "B"),             # exact option text
-    ("(B) On the balcony", "B"), ("A. In the kitchen", "A"),  # letter with its own option text
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("B", "B"),
+        (" c ", "C"),
+        ("b", "B"),
+        ("(B)", "B"),
+        ("[D]", "D"),
+        ("A.", "A"),
+        ("C)", "C"),
+        ("Answer: C", "C"),
+        ("answer:C", "C"),
+        ("Final answer: (D)", "D"),
+        ("The answer is: B", "B"),
+        ("After reviewing the week, the answer is D.", "D"),
+        ("I think the correct answer is B because the car was parked.", "B"),
+        ("The answer is B. Answer: B", "B"),  # the same letter twice is fine
+        ("in the car", "C"),
+        ("On the balcony.", "B"),  # exact option text
+        ("(B) On the balcony", "B"),
+        ("A. In the kitchen", "A"),  # letter with its own option text
+    ],
+)
 def test_accepted_answers(text, expected):
     assert extract_answer(text, OPTIONS) == expected
 
 
-@pytest.mark.parametrize("text", [
-    None, "", "   ",
-    "E",                                   # beyond four options
-    "The answer is E",
-    "I am not sure, maybe the kitchen or the car.",
-    "The answer is B. Actually, the answer is C.",  # two different letters
-    "the answer is a cup on the table",    # the article, not option A
-    "B or C",
-    "(B) In the car",                      # letter and option text disagree
-    "kitchen",                             # part of an option is not the option
-    "Based on the video, I believe it is option A",  # no accepted form
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        None,
+        "",
+        "   ",
+        "E",  # beyond four options
+        "The answer is E",
+        "I am not sure, maybe the kitchen or the car.",
+        "The answer is B. Actually, the answer is C.",  # two different letters
+        "the answer is a cup on the table",  # the article, not option A
+        "B or C",
+        "(B) In the car",  # letter and option text disagree
+        "kitchen",  # part of an option is not the option
+        "Based on the video, I believe it is option A",  # no accepted form
+    ],
+)
 def test_invalid_answers_are_never_guessed(text):
     assert extract_answer(text, OPTIONS) is None
 
@@ -48,17 +67,26 @@ def test_five_options_and_duplicate_option_texts():
 
 
 def item(pid, task, answer, options=4, level=None):
-    return QAItem(id=pid, participant="P1", task=task, question="?", options=[f"o{i}" for i in range(options)],
-                  answer=answer, level=level)
+    return QAItem(
+        id=pid,
+        participant="P1",
+        task=task,
+        question="?",
+        options=[f"o{i}" for i in range(options)],
+        answer=answer,
+        level=level,
+    )
 
 
 def test_score_qa_hand_computed():
     items = [
-        item("1", "Habit Inference", "A"), item("2", "Habit Inference", "B"),      # L1: 1/2
-        item("3", "Detail Retrieval", "C"), item("4", "Detail Retrieval", "D"),
-        item("5", "Detail Retrieval", "A"),                                         # L2: 2/3
-        item("6", "event_time", "B"),                                               # L2: 0/1 (invalid)
-        item("7", "Route Reasoning", "A", options=5),                               # L3: 1/1
+        item("1", "Habit Inference", "A"),
+        item("2", "Habit Inference", "B"),  # L1: 1/2
+        item("3", "Detail Retrieval", "C"),
+        item("4", "Detail Retrieval", "D"),
+        item("5", "Detail Retrieval", "A"),  # L2: 2/3
+        item("6", "event_time", "B"),  # L2: 0/1 (invalid)
+        item("7", "Route Reasoning", "A", options=5),  # L3: 1/1
     ]
     answers = {"1": "A", "2": "C", "3": "C", "4": "D", "5": "B", "6": None, "7": "A"}
     report = score_qa(items, answers)
@@ -66,8 +94,13 @@ def test_score_qa_hand_computed():
     assert report["Acc"] == pytest.approx(4 / 7)
     assert report["Avg"] == pytest.approx((1 / 2 + 2 / 3 + 0 + 1) / 4)
     assert report["chance"] == pytest.approx((6 * 0.25 + 0.2) / 7)
-    assert report["per_task"]["Detail Retrieval"] == {"acc": pytest.approx(2 / 3), "n": 3, "correct": 2,
-                                                      "invalid": 0, "level": 2}
+    assert report["per_task"]["Detail Retrieval"] == {
+        "acc": pytest.approx(2 / 3),
+        "n": 3,
+        "correct": 2,
+        "invalid": 0,
+        "level": 2,
+    }
     assert report["per_task"]["event_time"]["level"] == 2  # task names match loosely
     assert report["per_level"]["1"] == {"avg": 0.5, "acc": 0.5, "n": 2, "n_tasks": 1}
     assert report["per_level"]["2"]["avg"] == pytest.approx((2 / 3 + 0) / 2)
@@ -76,10 +109,14 @@ def test_score_qa_hand_computed():
 
 
 def test_missing_answers_are_invalid_and_other_benchmarks_bring_their_levels():
-    items = [item("a", "fine_grained_how_recognition", "A", options=5),
-             item("b", "recipe_step_recognition", "B", options=5), item("c", "unknown task", "A")]
-    report = score_qa(items, {"a": "A"}, task_levels={"fine_grained_how_recognition": 2,
-                                                      "recipe_step_recognition": 3})
+    items = [
+        item("a", "fine_grained_how_recognition", "A", options=5),
+        item("b", "recipe_step_recognition", "B", options=5),
+        item("c", "unknown task", "A"),
+    ]
+    report = score_qa(
+        items, {"a": "A"}, task_levels={"fine_grained_how_recognition": 2, "recipe_step_recognition": 3}
+    )
     assert report["invalid"] == 2 and report["Acc"] == pytest.approx(1 / 3)
     assert report["per_task"]["unknown task"]["level"] is None
     assert set(report["per_level"]) == {"2", "3"}

@@ -43,7 +43,9 @@ def verdicts_judge(tmp_path):
 @pytest.mark.parametrize("name", sorted(WORKED_EXAMPLES))
 def test_egohome_worked_examples(name, verdicts_judge):
     prediction, psj, f1 = WORKED_EXAMPLES[name]
-    report = score_segments([seg("stairs", 0, 5, STAIRS)], [seg("stairs", *p) for p in prediction], verdicts_judge)
+    report = score_segments(
+        [seg("stairs", 0, 5, STAIRS)], [seg("stairs", *p) for p in prediction], verdicts_judge
+    )
     block = report["kinds"]["subtask"]
     assert block["psj"] == pytest.approx(psj) and block["semantic_f1"] == pytest.approx(f1)
     assert block["by_length"][">1s"] == {"psj": pytest.approx(psj), "n_clips": 1}
@@ -51,21 +53,34 @@ def test_egohome_worked_examples(name, verdicts_judge):
 
 
 def test_verdicts_table_names_missing_pairs_and_bad_lines(tmp_path, verdicts_judge):
-    with pytest.raises(DataError, match="no verdict for 1 overlapping pair.*'sweeping the stairs' / pred 'dusting'"):
+    with pytest.raises(
+        DataError, match="no verdict for 1 overlapping pair.*'sweeping the stairs' / pred 'dusting'"
+    ):
         score_segments([seg("c", 0, 5, STAIRS)], [seg("c", 0, 5, "dusting")], verdicts_judge)
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"gold": "a", "pred": "b", "match": "yes"}\nnot json\n')
-    with pytest.raises(DataError, match=r"bad.jsonl:1: field 'match': expected bool.*\n.*bad.jsonl:2: invalid JSON"):
+    with pytest.raises(
+        DataError, match=r"bad.jsonl:1: field 'match': expected bool.*\n.*bad.jsonl:2: invalid JSON"
+    ):
         VerdictsJudge(bad)
 
 
 def test_hands_are_never_mixed_and_both_hands_pool():
-    gold = [seg("c", 0, 4, "take cup", "hand_action", "left"), seg("c", 0, 2, "open door", "hand_action", "right")]
+    gold = [
+        seg("c", 0, 4, "take cup", "hand_action", "left"),
+        seg("c", 0, 2, "open door", "hand_action", "right"),
+    ]
     # the right-hand prediction "take cup" overlaps the left gold "take cup" but must not match it
-    pred = [seg("c", 0, 4, "take cup", "hand_action", "right"), seg("c", 0, 2, "open door", "hand_action", "left")]
+    pred = [
+        seg("c", 0, 4, "take cup", "hand_action", "right"),
+        seg("c", 0, 2, "open door", "hand_action", "left"),
+    ]
     block = score_segments(gold, pred, ExactJudge())["kinds"]["hand_action"]
     assert block["psj"] == 0.0 and block["semantic_f1"] == 0.0
-    pred_ok = [seg("c", 0, 4, "take cup", "hand_action", "left"), seg("c", 1, 2, "open door", "hand_action", "right")]
+    pred_ok = [
+        seg("c", 0, 4, "take cup", "hand_action", "left"),
+        seg("c", 1, 2, "open door", "hand_action", "right"),
+    ]
     block = score_segments(gold, pred_ok, ExactJudge())["kinds"]["hand_action"]
     # covered: left 4 + 4, right pred 1 + right gold 1 = 10 over lengths 4 + 4 + 1 + 2 = 11
     assert block["psj"] == pytest.approx(10 / 11)
@@ -79,14 +94,19 @@ def test_one_to_one_matching_and_many_to_many_coverage():
     gold = [seg("c", 0, 4, "wipe table"), seg("c", 0, 4, "wipe table")]
     block = score_segments(gold, [seg("c", 0, 4, "wipe table")], ExactJudge())["kinds"]["subtask"]
     assert block["psj"] == 1.0
-    assert block["precision"] == 1.0 and block["recall"] == 0.5 and block["semantic_f1"] == pytest.approx(2 / 3)
+    assert (
+        block["precision"] == 1.0 and block["recall"] == 0.5 and block["semantic_f1"] == pytest.approx(2 / 3)
+    )
 
 
 def test_length_buckets_and_clip_means():
-    gold = [seg("a", 0, 0.4, "open lid"), seg("a", 0.4, 3, "pour water"),
-            seg("b", 0, 0.8, "close lid"), seg("b", 0.8, 2, "stir")]
-    pred = [seg("a", 0, 0.4, "open lid"), seg("a", 0.4, 3, "wrong"),
-            seg("b", 0, 2, "stir")]
+    gold = [
+        seg("a", 0, 0.4, "open lid"),
+        seg("a", 0.4, 3, "pour water"),
+        seg("b", 0, 0.8, "close lid"),
+        seg("b", 0.8, 2, "stir"),
+    ]
+    pred = [seg("a", 0, 0.4, "open lid"), seg("a", 0.4, 3, "wrong"), seg("b", 0, 2, "stir")]
     block = score_segments(gold, pred, ExactJudge())["kinds"]["subtask"]
     # clip a: (0.4 + 0.4) / (0.4 + 2.6 + 0.4 + 2.6) = 0.8 / 6 ; clip b: pred 0-2 "stir" covers 0.8-2 of
     # itself (1.2) and the gold "stir" (1.2): 2.4 / (2 + 0.8 + 1.2) = 0.6
@@ -103,8 +123,9 @@ def test_length_buckets_and_clip_means():
 
 
 def test_unknown_clips_and_clips_without_predictions():
-    report = score_segments([seg("a", 0, 1, "x"), seg("b", 0, 1, "y")], [seg("a", 0, 1, "x"), seg("zzz", 0, 1, "x")],
-                            ExactJudge())
+    report = score_segments(
+        [seg("a", 0, 1, "x"), seg("b", 0, 1, "y")], [seg("a", 0, 1, "x"), seg("zzz", 0, 1, "x")], ExactJudge()
+    )
     block = report["kinds"]["subtask"]
     assert [c["psj"] for c in block["per_clip"]] == [1.0, 0.0]
     assert block["unknown_clips"] == ["zzz"] and block["n_clips"] == 2
@@ -126,15 +147,22 @@ def test_ego4d_verbs():
     assert ego4d_verb("hand holds the plate") == "hold"
     assert ego4d_verb("doing chores") is None
     judge = VerbJudge()
-    assert judge.judge_pairs([("take cup", "grab knife"), ("hold", "hold_(support,_grip,_grasp)"),
-                              ("take cup", "put cup"), ("xyzzy", "xyzzy"), ("xyzzy", "take")]) == \
-        [True, True, False, True, False]
+    assert judge.judge_pairs(
+        [
+            ("take cup", "grab knife"),
+            ("hold", "hold_(support,_grip,_grasp)"),
+            ("take cup", "put cup"),
+            ("xyzzy", "xyzzy"),
+            ("xyzzy", "take"),
+        ]
+    ) == [True, True, False, True, False]
 
 
 def test_generic_labels_and_most_common_label():
     assert is_generic("Doing chores.") and is_generic("using the hands") and not is_generic("hold")
-    assert ExactJudge().judge_pairs([("doing chores", "doing chores"), ("wipe table", "doing chores"),
-                                     ("", "")]) == [True, False, False]
+    assert ExactJudge().judge_pairs(
+        [("doing chores", "doing chores"), ("wipe table", "doing chores"), ("", "")]
+    ) == [True, False, False]
     labels = [seg("c", 0, 1, "b"), seg("c", 1, 2, "b"), seg("c", 2, 4, "a")]
     assert most_common_label(labels) == "b"  # 2 s each: the label with more segments
     labels.append(seg("c", 4, 4.5, "a"))
@@ -143,6 +171,7 @@ def test_generic_labels_and_most_common_label():
 
 def epic_gold(shared_data, video="P29_05", clip_s=30.0, n_clips=6):
     """Real EPIC-KITCHENS-100 narrations cut into clips: as subtasks, captions and (right) hand actions."""
+
     def seconds(stamp):
         h, m, s = stamp.split(":")
         return int(h) * 3600 + int(m) * 60 + float(s)
@@ -158,8 +187,12 @@ def epic_gold(shared_data, video="P29_05", clip_s=30.0, n_clips=6):
             continue
         name = f"{video}_{clip}"
         gold.append(Segment(clip=name, kind="subtask", hand=None, start=start, end=end, label=r["narration"]))
-        gold.append(Segment(clip=name, kind="hand_caption", hand="right", start=start, end=end, label=r["narration"]))
-        gold.append(Segment(clip=name, kind="hand_action", hand="right", start=start, end=end, label=r["narration"]))
+        gold.append(
+            Segment(clip=name, kind="hand_caption", hand="right", start=start, end=end, label=r["narration"])
+        )
+        gold.append(
+            Segment(clip=name, kind="hand_action", hand="right", start=start, end=end, label=r["narration"])
+        )
     return gold
 
 

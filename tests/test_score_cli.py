@@ -23,22 +23,46 @@ def score(capsys, *argv) -> tuple[int, str, str]:
 
 def test_egohome_worked_examples_through_the_cli(capsys, tmp_path):
     report_path = tmp_path / "report.json"
-    code, out, _ = score(capsys, "segments", "--gold", DATA / "segments_gold.jsonl", "--pred",
-                         DATA / "segments_pred.jsonl", "--judge", f"verdicts:{DATA / 'segments_verdicts.jsonl'}",
-                         "--out", report_path)
+    code, out, _ = score(
+        capsys,
+        "segments",
+        "--gold",
+        DATA / "segments_gold.jsonl",
+        "--pred",
+        DATA / "segments_pred.jsonl",
+        "--judge",
+        f"verdicts:{DATA / 'segments_verdicts.jsonl'}",
+        "--out",
+        report_path,
+    )
     assert code == 0 and "PSJ" in out
     block = json.loads(report_path.read_text())["kinds"]["subtask"]
     per_clip = {c["clip"]: (c["psj"], c["semantic_f1"]) for c in block["per_clip"]}
-    assert per_clip == {"stairs_A": (1.0, 1.0), "stairs_B": (1.0, 0.0),
-                        "stairs_C": (pytest.approx(0.6), 0.0), "stairs_D": (0.0, 0.0)}
+    assert per_clip == {
+        "stairs_A": (1.0, 1.0),
+        "stairs_B": (1.0, 0.0),
+        "stairs_C": (pytest.approx(0.6), 0.0),
+        "stairs_D": (0.0, 0.0),
+    }
     assert block["psj"] == pytest.approx((1 + 1 + 0.6 + 0) / 4) and block["n_clips"] == 4
     assert set(block["by_length"]) == {"<0.5s", "0.5-1s", ">1s"}
 
 
 def test_forecast_report_counts_invalid_missing_and_unknown(capsys, tmp_path):
     report_path = tmp_path / "forecast.json"
-    code, out, _ = score(capsys, "forecast", "--gold", DATA / "forecast_points.jsonl", "--pred",
-                         DATA / "forecast_preds.jsonl", "--embedder", "exact", "--repeat-last", "--out", report_path)
+    code, out, _ = score(
+        capsys,
+        "forecast",
+        "--gold",
+        DATA / "forecast_points.jsonl",
+        "--pred",
+        DATA / "forecast_preds.jsonl",
+        "--embedder",
+        "exact",
+        "--repeat-last",
+        "--out",
+        report_path,
+    )
     assert code == 0
     assert "1 gold item(s) without a prediction (scored as invalid), e.g. q2" in out
     assert "1 prediction(s) for ids not in gold (ignored), e.g. zz" in out
@@ -53,14 +77,24 @@ def test_forecast_report_counts_invalid_missing_and_unknown(capsys, tmp_path):
     # "pour milk into bowl": Levenshtein 2 -> 1/3
     assert rows["p2"]["S"] == pytest.approx(1 / 3)
     assert rows["q1"]["S"] == 0.0 and not rows["q1"]["invalid"]  # parsed, but no exact match
-    assert all({"source", "level", "k", "S", "S_rand", "S_norm", "n", "invalid"} <= set(g) for g in report["groups"])
+    assert all(
+        {"source", "level", "k", "S", "S_rand", "S_norm", "n", "invalid"} <= set(g) for g in report["groups"]
+    )
     assert report["baselines"]["repeat_last"]["overall"]["n"] == 5
 
 
 def test_qa_report(capsys, tmp_path):
     report_path = tmp_path / "qa.json"
-    code, out, _ = score(capsys, "qa", "--gold", DATA / "qa_items.jsonl", "--pred", DATA / "qa_preds.jsonl",
-                         "--out", report_path)
+    _, out, _ = score(
+        capsys,
+        "qa",
+        "--gold",
+        DATA / "qa_items.jsonl",
+        "--pred",
+        DATA / "qa_preds.jsonl",
+        "--out",
+        report_path,
+    )
     report = json.loads(report_path.read_text())
     # m1 B right, m2 "(C)" right, m3 "Balcony" = option B but gold A: wrong, m4 prose: invalid, m5 missing
     assert report["Acc"] == pytest.approx(2 / 5) and report["invalid"] == 2 and report["n"] == 5
@@ -72,18 +106,37 @@ def test_qa_report(capsys, tmp_path):
 
 def test_task_levels_file(capsys, tmp_path):
     levels = tmp_path / "levels.json"
-    levels.write_text(json.dumps({"Habit Inference": 3, "Object Location": 3, "Event Counting": 3,
-                                  "Route Reasoning": 3}))
+    levels.write_text(
+        json.dumps({"Habit Inference": 3, "Object Location": 3, "Event Counting": 3, "Route Reasoning": 3})
+    )
     report_path = tmp_path / "qa.json"
-    score(capsys, "qa", "--gold", DATA / "qa_items.jsonl", "--pred", DATA / "qa_preds.jsonl",
-          "--task-levels", levels, "--out", report_path)
+    score(
+        capsys,
+        "qa",
+        "--gold",
+        DATA / "qa_items.jsonl",
+        "--pred",
+        DATA / "qa_preds.jsonl",
+        "--task-levels",
+        levels,
+        "--out",
+        report_path,
+    )
     assert list(json.loads(report_path.read_text())["per_level"]) == ["3"]
 
 
 def test_boxes_report(capsys, tmp_path):
     report_path = tmp_path / "boxes.json"
-    code, out, _ = score(capsys, "boxes", "--gold", DATA / "boxes_gold.jsonl", "--pred", DATA / "boxes_pred.jsonl",
-                         "--out", report_path)
+    score(
+        capsys,
+        "boxes",
+        "--gold",
+        DATA / "boxes_gold.jsonl",
+        "--pred",
+        DATA / "boxes_pred.jsonl",
+        "--out",
+        report_path,
+    )
     report = json.loads(report_path.read_text())
     # left: centroid 150 -> 240 over frames 0..9 (10 px a frame): frames 0-5 inside [100, 200];
     # right: frames 0..6 inside, gold only 0..4 -> 5 hits and 2 false-positive frames
@@ -94,8 +147,21 @@ def test_boxes_report(capsys, tmp_path):
 
 def test_hand_kinds_with_verb_and_exact_judges_and_baselines(capsys, tmp_path):
     report_path = tmp_path / "hands.json"
-    score(capsys, "segments", "--gold", DATA / "hands_gold.jsonl", "--pred", DATA / "hands_pred.jsonl",
-          "--judge", "exact", "--action-judge", "verb", "--baselines", "--out", report_path)
+    score(
+        capsys,
+        "segments",
+        "--gold",
+        DATA / "hands_gold.jsonl",
+        "--pred",
+        DATA / "hands_pred.jsonl",
+        "--judge",
+        "exact",
+        "--action-judge",
+        "verb",
+        "--baselines",
+        "--out",
+        report_path,
+    )
     report = json.loads(report_path.read_text())
     assert set(report["kinds"]) == {"hand_action", "hand_caption"}
     assert report["kinds"]["hand_action"]["judge"]["judge"] == "verb"
@@ -111,8 +177,9 @@ def test_bad_input_names_file_line_and_field(capsys, tmp_path):
     broken["level"] = 9
     del broken["targets"]
     bad.write_text("\n".join([lines[0], json.dumps(broken), "{not json"]) + "\n")
-    code, _, err = score(capsys, "forecast", "--gold", bad, "--pred", DATA / "forecast_preds.jsonl",
-                         "--embedder", "exact")
+    code, _, err = score(
+        capsys, "forecast", "--gold", bad, "--pred", DATA / "forecast_preds.jsonl", "--embedder", "exact"
+    )
     assert code == 2
     assert f"{bad}:2: field 'level': expected a level in 1-5, got 9" in err
     assert f"{bad}:2: field 'targets': missing required field" in err
@@ -122,10 +189,21 @@ def test_bad_input_names_file_line_and_field(capsys, tmp_path):
     dup = tmp_path / "boxes.jsonl"
     dup.write_text('{"clip": "c", "frame": 1, "hand": "left", "box": [0, 0, 1, 1]}\n' * 2)
     code, _, err = score(capsys, "boxes", "--gold", dup, "--pred", DATA / "boxes_pred.jsonl")
-    assert code == 2 and f"{dup}:2: field 'frame': second box for clip 'c', hand 'left', frame 1 (first on line 1)" in err
+    assert (
+        code == 2
+        and f"{dup}:2: field 'frame': second box for clip 'c', hand 'left', frame 1 (first on line 1)" in err
+    )
 
-    code, _, err = score(capsys, "segments", "--gold", DATA / "segments_gold.jsonl", "--pred",
-                         DATA / "segments_pred.jsonl", "--judge", "nonsense")
+    code, _, err = score(
+        capsys,
+        "segments",
+        "--gold",
+        DATA / "segments_gold.jsonl",
+        "--pred",
+        DATA / "segments_pred.jsonl",
+        "--judge",
+        "nonsense",
+    )
     assert code == 2 and "--judge 'nonsense': expected exact, verb, embedding, llm or verdicts:FILE" in err
 
 
@@ -133,12 +211,28 @@ def test_llm_judge_through_the_cli_caches_verdicts(capsys, tmp_path):
     from test_llm_http import ScriptedChatServer
 
     with ScriptedChatServer() as server:
-        server.verdicts = {("sweeping the stairs", "sweeping the stairs"): True,
-                           ("sweeping the stairs", "sweeping the top stair"): True,
-                           ("sweeping the stairs", "sweeping the bottom stair"): True}
-        argv = ["segments", "--gold", DATA / "segments_gold.jsonl", "--pred", DATA / "segments_pred.jsonl",
-                "--judge", "llm", "--judge-model", "scripted", "--judge-url", server.url,
-                "--cache-dir", tmp_path / "cache", "--out", tmp_path / "r.json"]
+        server.verdicts = {
+            ("sweeping the stairs", "sweeping the stairs"): True,
+            ("sweeping the stairs", "sweeping the top stair"): True,
+            ("sweeping the stairs", "sweeping the bottom stair"): True,
+        }
+        argv = [
+            "segments",
+            "--gold",
+            DATA / "segments_gold.jsonl",
+            "--pred",
+            DATA / "segments_pred.jsonl",
+            "--judge",
+            "llm",
+            "--judge-model",
+            "scripted",
+            "--judge-url",
+            server.url,
+            "--cache-dir",
+            tmp_path / "cache",
+            "--out",
+            tmp_path / "r.json",
+        ]
         assert score(capsys, *argv)[0] == 0
         assert len(server.requests) == 5
         first = json.loads((tmp_path / "r.json").read_text())
@@ -151,21 +245,35 @@ def test_llm_judge_through_the_cli_caches_verdicts(capsys, tmp_path):
 
 
 def test_score_help_is_fast_and_imports_no_torch(repo_root):
-    code = ("import sys, time; t = time.time(); from egohorizon.cli import build_parser; build_parser(); "
-            "print(time.time() - t); print([m for m in ('torch', 'transformers', 'sentence_transformers', 'scipy') "
-            "if m in sys.modules])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    code = (
+        "import sys, time; t = time.time(); from egohorizon.cli import build_parser; build_parser(); "
+        "print(time.time() - t); "
+        "print([m for m in ('torch', 'transformers', 'sentence_transformers', 'scipy') if m in sys.modules])"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.split("\n")
     assert out[1] == "[]"
     started = time.monotonic()
-    subprocess.run([sys.executable, "-m", "egohorizon.cli", "score", "--help"], capture_output=True, check=True)
+    subprocess.run(
+        [sys.executable, "-m", "egohorizon.cli", "score", "--help"], capture_output=True, check=True
+    )
     assert time.monotonic() - started < 2.0
 
 
 @pytest.mark.slow
 def test_forecast_with_the_default_minilm_embedder(capsys, tmp_path):
     report_path = tmp_path / "forecast.json"
-    code, out, _ = score(capsys, "forecast", "--gold", DATA / "forecast_points.jsonl", "--pred",
-                         DATA / "forecast_preds.jsonl", "--out", report_path)
+    code, _, _ = score(
+        capsys,
+        "forecast",
+        "--gold",
+        DATA / "forecast_points.jsonl",
+        "--pred",
+        DATA / "forecast_preds.jsonl",
+        "--out",
+        report_path,
+    )
     report = json.loads(report_path.read_text())
     assert code == 0 and report["settings"]["embedder"] == "minilm"
     rows = {r["id"]: r for r in report["per_point"]}

@@ -12,14 +12,22 @@ EXAMPLES = 5  # ids shown in messages about missing or unknown predictions
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("score", help="score predictions: forecasting, QA, segments, hand boxes",
-                                   description="Score model outputs against gold files (JSON Lines, SPEC §6).")
+    parser = subparsers.add_parser(
+        "score",
+        help="score predictions: forecasting, QA, segments, hand boxes",
+        description="Score model outputs against gold files (JSON Lines, SPEC §6).",
+    )
     tasks = parser.add_subparsers(dest="score_task", metavar="TASK", required=True)
 
-    forecast = _task(tasks, "forecast", "NextMe-800 soft edit distance, best of N, normalised by random draws")
-    forecast.add_argument("--embedder", default="minilm",
-                          help="minilm (default, offline) | exact (normalised Levenshtein) | qwen3-embedding-8b | "
-                               "any sentence-transformers hub id or local path")
+    forecast = _task(
+        tasks, "forecast", "NextMe-800 soft edit distance, best of N, normalised by random draws"
+    )
+    forecast.add_argument(
+        "--embedder",
+        default="minilm",
+        help="minilm (default, offline) | exact (normalised Levenshtein) | qwen3-embedding-8b | "
+        "any sentence-transformers hub id or local path",
+    )
     forecast.add_argument("--embed-prompt", default=None, help="instruction prepended to every text")
     forecast.add_argument("--embed-model", default=None, help="local path of a named embedder's weights")
     forecast.add_argument("--batch-size", type=int, default=64, help="embedding batch size")
@@ -31,31 +39,56 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     forecast.set_defaults(handler=run_forecast)
 
     qa = _task(tasks, "qa", "multiple-choice accuracy: per task, Avg, Acc, per level, invalid, chance")
-    qa.add_argument("--task-levels", default=None,
-                    help="JSON file {task: level} for benchmarks other than EgoMonth (e.g. HD-EPIC)")
+    qa.add_argument(
+        "--task-levels",
+        default=None,
+        help="JSON file {task: level} for benchmarks other than EgoMonth (e.g. HD-EPIC)",
+    )
     qa.set_defaults(handler=run_qa)
 
     segments = _task(tasks, "segments", "EgoHome permissible subsegment Jaccard and semantic F1")
-    segments.add_argument("--judge", default="exact",
-                          help="exact | verb | embedding | llm | verdicts:FILE (default exact)")
-    segments.add_argument("--action-judge", default=None,
-                          help="judge for hand actions (default: verb with --judge llm, else --judge)")
+    segments.add_argument(
+        "--judge", default="exact", help="exact | verb | embedding | llm | verdicts:FILE (default exact)"
+    )
+    segments.add_argument(
+        "--action-judge",
+        default=None,
+        help="judge for hand actions (default: verb with --judge llm, else --judge)",
+    )
     segments.add_argument("--embedder", default="minilm", help="embedder of the embedding judge")
-    segments.add_argument("--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge")
-    segments.add_argument("--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path")
-    segments.add_argument("--judge-url", default=None,
-                          help="LLM judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1); "
-                               "without it the model runs locally with transformers")
-    segments.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    segments.add_argument(
+        "--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge"
+    )
+    segments.add_argument(
+        "--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path"
+    )
+    segments.add_argument(
+        "--judge-url",
+        default=None,
+        help="LLM judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1); "
+        "without it the model runs locally with transformers",
+    )
+    segments.add_argument(
+        "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
+    )
     segments.add_argument("--judge-concurrency", type=int, default=8, help="LLM judge: requests in flight")
-    segments.add_argument("--cache-dir", default=None,
-                          help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)")
-    segments.add_argument("--iou", type=float, default=0.75, help="temporal IoU for semantic F1 (default 0.75)")
-    segments.add_argument("--baselines", action="store_true", help="also score the three degenerate baselines")
+    segments.add_argument(
+        "--cache-dir",
+        default=None,
+        help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)",
+    )
+    segments.add_argument(
+        "--iou", type=float, default=0.75, help="temporal IoU for semantic F1 (default 0.75)"
+    )
+    segments.add_argument(
+        "--baselines", action="store_true", help="also score the three degenerate baselines"
+    )
     segments.set_defaults(handler=run_segments)
 
     boxes = _task(tasks, "boxes", "EgoHome centroid hit fraction of hand boxes")
-    boxes.add_argument("--fps", type=float, default=30.0, help="frame rate of gold frame indices (default 30)")
+    boxes.add_argument(
+        "--fps", type=float, default=30.0, help="frame rate of gold frame indices (default 30)"
+    )
     boxes.set_defaults(handler=run_boxes)
 
 
@@ -69,6 +102,7 @@ def _task(tasks, name: str, help_text: str) -> argparse.ArgumentParser:
 
 # ------------------------------------------------------------------------------------ helpers
 
+
 def _load(path: str, record_type):
     from egohorizon.schema import read_jsonl
 
@@ -81,9 +115,18 @@ def _reconcile(gold_ids, pred_ids, args) -> dict:
     gold_set, pred_set = set(gold_ids), set(pred_ids)
     missing = [i for i in gold_ids if i not in pred_set]
     unknown = [i for i in pred_ids if i not in gold_set]
-    return {"gold": args.gold, "pred": args.pred, "n_gold": len(gold_ids), "n_pred": len(pred_ids),
-            "missing": len(missing), "missing_examples": missing[:EXAMPLES], "missing_ids": missing,
-            "unknown": len(unknown), "unknown_examples": unknown[:EXAMPLES], "unknown_ids": unknown}
+    return {
+        "gold": args.gold,
+        "pred": args.pred,
+        "n_gold": len(gold_ids),
+        "n_pred": len(pred_ids),
+        "missing": len(missing),
+        "missing_examples": missing[:EXAMPLES],
+        "missing_ids": missing,
+        "unknown": len(unknown),
+        "unknown_examples": unknown[:EXAMPLES],
+        "unknown_ids": unknown,
+    }
 
 
 def _finish(report: dict, text: str, args) -> int:
@@ -107,6 +150,7 @@ def _finish(report: dict, text: str, args) -> int:
 
 # ------------------------------------------------------------------------------------ tasks
 
+
 def run_forecast(args: argparse.Namespace) -> int:
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
@@ -116,14 +160,22 @@ def run_forecast(args: argparse.Namespace) -> int:
 
     points = _load(args.gold, ForecastPoint)
     records = _load(args.pred, ForecastPrediction)
-    predictions = {r.id: (r.candidates if r.candidates is not None else parse_forecast_output(r.text))
-                   for r in records}
+    predictions = {
+        r.id: (r.candidates if r.candidates is not None else parse_forecast_output(r.text)) for r in records
+    }
     inputs = _reconcile([p.id for p in points], [r.id for r in records], args)
-    embedder = get_embedder(args.embedder, prompt=args.embed_prompt, batch_size=args.batch_size,
-                            device=args.device, model=args.embed_model)
+    embedder = get_embedder(
+        args.embedder,
+        prompt=args.embed_prompt,
+        batch_size=args.batch_size,
+        device=args.device,
+        model=args.embed_model,
+    )
     options = {"n_random_draws": args.draws, "seed": args.seed, "max_candidates": args.max_candidates}
     report = score_forecasts(points, predictions, embedder, **options)
-    report["overall"]["unparsed"] = sum(1 for r in records if r.candidates is None and predictions[r.id] is None)
+    report["overall"]["unparsed"] = sum(
+        1 for r in records if r.candidates is None and predictions[r.id] is None
+    )
     if args.repeat_last:
         baseline = score_forecasts(points, {p.id: [repeat_last_k(p)] for p in points}, embedder, **options)
         report["baselines"] = {"repeat_last": {k: baseline[k] for k in ("overall", "groups")}}
@@ -150,11 +202,16 @@ def run_qa(args: argparse.Namespace) -> int:
     task_levels = None
     if args.task_levels:
         try:
-            task_levels = json.loads(open(args.task_levels, encoding="utf-8").read())
+            with open(args.task_levels, encoding="utf-8") as handle:
+                task_levels = json.load(handle)
         except (OSError, json.JSONDecodeError) as error:
-            raise DataError(f"{args.task_levels}: cannot read a JSON object {{task: level}} ({error})") from error
+            raise DataError(
+                f"{args.task_levels}: cannot read a JSON object {{task: level}} ({error})"
+            ) from error
         if not isinstance(task_levels, dict) or not all(isinstance(v, int) for v in task_levels.values()):
-            raise DataError(f"{args.task_levels}: expected a JSON object mapping task names to integer levels")
+            raise DataError(
+                f"{args.task_levels}: expected a JSON object mapping task names to integer levels"
+            )
     report = score_qa(items, answers, task_levels)
     report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
     return _finish(report, format_qa(report), args)
@@ -217,10 +274,15 @@ def _make_judge(spec: str, prompt: str, args: argparse.Namespace):
         from egohorizon.metrics.llm_judge import LLMJudge
 
         if not args.judge_model:
-            raise ConfigError("--judge llm needs --judge-model (a server's model id with --judge-url, "
-                              "or a hub id / local path to run locally)")
-        options = ({"api_key_env": args.judge_api_key_env, "max_concurrency": args.judge_concurrency}
-                   if args.judge_url else {})
+            raise ConfigError(
+                "--judge llm needs --judge-model (a server's model id with --judge-url, "
+                "or a hub id / local path to run locally)"
+            )
+        options = (
+            {"api_key_env": args.judge_api_key_env, "max_concurrency": args.judge_concurrency}
+            if args.judge_url
+            else {}
+        )
         backend = make_backend(args.judge_model, base_url=args.judge_url, **options)
         root = Path(os.environ.get("EGOHORIZON_CACHE") or Path.home() / ".cache" / "egohorizon")
         return LLMJudge(backend, prompt, cache_dir=args.cache_dir or root / "judge")
@@ -250,8 +312,15 @@ def _check_duplicate_gold_boxes(path: str) -> None:
     for line, obj, _ in iter_json_lines(path):
         key = (obj["clip"], obj["hand"], obj["frame"])
         if key in seen:
-            defects.append(Defect(path, line, "frame", f"second box for clip {key[0]!r}, hand {key[1]!r}, "
-                                                       f"frame {key[2]} (first on line {seen[key]})"))
+            defects.append(
+                Defect(
+                    path,
+                    line,
+                    "frame",
+                    f"second box for clip {key[0]!r}, hand {key[1]!r}, "
+                    f"frame {key[2]} (first on line {seen[key]})",
+                )
+            )
         seen.setdefault(key, line)
     if defects:
         raise RecordError(defects)

@@ -17,8 +17,9 @@ from egohorizon.llm.base import LLMBackend, LLMError, Message, Prompt, as_messag
 __all__ = ["LLMBackend", "LLMError", "Message", "Prompt", "as_messages", "make_backend"]
 
 
-def make_backend(model: str, *, base_url: str | None = None, cache_dir: str | Path | None = None,
-                 **options: Any) -> LLMBackend:
+def make_backend(
+    model: str, *, base_url: str | None = None, cache_dir: str | Path | None = None, **options: Any
+) -> LLMBackend:
     """An HTTP client when ``base_url`` is given, else a local transformers model; cached if ``cache_dir``.
 
     options: passed to ``OpenAIChatBackend`` (api_key, api_key_env, timeout, max_retries,

@@ -16,12 +16,12 @@ Every backend carries ``model_id``, written beside every prediction it produces.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Union
+from typing import Any
 
 from egohorizon.errors import EgohorizonError
 
 Message = dict[str, Any]
-Prompt = Union[str, Sequence[Message]]
+Prompt = str | Sequence[Message]
 
 
 class LLMError(EgohorizonError):
@@ -37,7 +37,9 @@ def as_messages(prompt: Prompt) -> list[Message]:
         raise LLMError("empty prompt: expected a string or at least one chat message")
     for index, message in enumerate(messages):
         if not isinstance(message, dict) or "role" not in message or "content" not in message:
-            raise LLMError(f"chat message {index}: expected {{'role': ..., 'content': ...}}, got {message!r:.200}")
+            raise LLMError(
+                f"chat message {index}: expected {{'role': ..., 'content': ...}}, got {message!r:.200}"
+            )
     return messages
 
 
@@ -46,7 +48,9 @@ def message_text(message: Message) -> str:
     content = message["content"]
     if isinstance(content, str):
         return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text")
+    return "".join(
+        part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") == "text"
+    )
 
 
 class LLMBackend:
@@ -54,14 +58,30 @@ class LLMBackend:
 
     model_id: str = ""
 
-    def generate(self, prompt: Prompt, *, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0,
-                 n: int = 1) -> list[str]:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[str]:
         raise NotImplementedError
 
-    def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                      seed: int = 0, n: int = 1) -> list[list[str]]:
-        return [self.generate(p, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, n=n)
-                for p in prompts]
+    def generate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[list[str]]:
+        return [
+            self.generate(p, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, n=n)
+            for p in prompts
+        ]
 
     def describe(self) -> dict[str, Any]:
         """A JSON-able description written beside predictions."""

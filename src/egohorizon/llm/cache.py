@@ -33,8 +33,11 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return {"sha256": hashlib.sha256(value).hexdigest()}
     if hasattr(value, "tobytes") and hasattr(value, "size") and hasattr(value, "mode"):  # PIL image
-        return {"image_sha256": hashlib.sha256(value.tobytes()).hexdigest(), "size": list(value.size),
-                "mode": value.mode}
+        return {
+            "image_sha256": hashlib.sha256(value.tobytes()).hexdigest(),
+            "size": list(value.size),
+            "mode": value.mode,
+        }
     if isinstance(value, Path):
         return str(value)
     raise TypeError(f"cannot cache a prompt containing {type(value).__name__}")
@@ -56,7 +59,8 @@ class ResponseCache:
         with self._lock, self._connection:
             self._connection.execute("PRAGMA journal_mode=WAL")
             self._connection.execute(
-                "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, model TEXT, value TEXT)")
+                "CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, model TEXT, value TEXT)"
+            )
 
     def get(self, key: str) -> list[str] | None:
         with self._lock:
@@ -65,8 +69,10 @@ class ResponseCache:
 
     def put(self, key: str, model_id: str, value: Sequence[str]) -> None:
         with self._lock, self._connection:
-            self._connection.execute("INSERT OR REPLACE INTO completions VALUES (?, ?, ?)",
-                                     (key, model_id, json.dumps(list(value), ensure_ascii=False)))
+            self._connection.execute(
+                "INSERT OR REPLACE INTO completions VALUES (?, ?, ?)",
+                (key, model_id, json.dumps(list(value), ensure_ascii=False)),
+            )
 
     def __len__(self) -> int:
         with self._lock:
@@ -90,8 +96,15 @@ class CachedBackend(LLMBackend):
     def generate(self, prompt: Prompt, **params: Any) -> list[str]:
         return self.generate_many([prompt], **params)[0]
 
-    def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                      seed: int = 0, n: int = 1) -> list[list[str]]:
+    def generate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[list[str]]:
         params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed, "n": n}
         keys = [cache_key(self.model_id, p, **params) for p in prompts]
         results: list[list[str] | None] = [self.cache.get(k) for k in keys]
@@ -100,7 +113,7 @@ class CachedBackend(LLMBackend):
         self.misses += len(missing)
         # In chunks, so an interrupted run keeps what it already paid for.
         for start in range(0, len(missing), self.chunk_size):
-            chunk = missing[start:start + self.chunk_size]
+            chunk = missing[start : start + self.chunk_size]
             fresh = self.backend.generate_many([prompts[i] for i in chunk], **params)
             for i, completions in zip(chunk, fresh):
                 self.cache.put(keys[i], self.model_id, completions)

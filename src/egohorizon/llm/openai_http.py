@@ -15,7 +15,6 @@ import json
 import logging
 import os
 import random
-import socket
 import threading
 import time
 import urllib.error
@@ -40,10 +39,20 @@ class _Retryable(Exception):
 class OpenAIChatBackend(LLMBackend):
     """``timeout``: seconds for connecting and for each read of the reply (urllib's socket timeout)."""
 
-    def __init__(self, base_url: str, model: str, *, api_key: str | None = None,
-                 api_key_env: str = "OPENAI_API_KEY", timeout: float = 60.0, max_retries: int = 5,
-                 backoff_s: float = 1.0, max_backoff_s: float = 60.0, max_concurrency: int = 8,
-                 extra_body: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float = 60.0,
+        max_retries: int = 5,
+        backoff_s: float = 1.0,
+        max_backoff_s: float = 60.0,
+        max_concurrency: int = 8,
+        extra_body: dict[str, Any] | None = None,
+    ) -> None:
         if not base_url.startswith(("http://", "https://")):
             raise LLMError(f"base_url {base_url!r}: expected an http(s) URL such as http://127.0.0.1:8000/v1")
         self.url = base_url.rstrip("/") + "/chat/completions"
@@ -61,27 +70,53 @@ class OpenAIChatBackend(LLMBackend):
 
     # -------------------------------------------------------------------------------- public API
 
-    def generate(self, prompt: Prompt, *, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0,
-                 n: int = 1) -> list[str]:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[str]:
         messages = as_messages(prompt)
         completions: list[str] = []
         for attempt in range(n):  # at most n requests if the server returns one choice each time
-            body = {"model": self.model_id, "messages": messages, "max_tokens": max_new_tokens,
-                    "temperature": temperature, "seed": seed + attempt, "n": n - len(completions),
-                    **self.extra_body}
+            body = {
+                "model": self.model_id,
+                "messages": messages,
+                "max_tokens": max_new_tokens,
+                "temperature": temperature,
+                "seed": seed + attempt,
+                "n": n - len(completions),
+                **self.extra_body,
+            }
             completions.extend(self._choices(self._post(body)))
             if len(completions) >= n:
                 break
         return completions[:n]
 
-    def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                      seed: int = 0, n: int = 1) -> list[list[str]]:
+    def generate_many(
+        self,
+        prompts: Sequence[Prompt],
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[list[str]]:
         if len(prompts) <= 1:
-            return [self.generate(p, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, n=n)
-                    for p in prompts]
+            return [
+                self.generate(p, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, n=n)
+                for p in prompts
+            ]
         with ThreadPoolExecutor(max_workers=min(self.max_concurrency, len(prompts))) as pool:
-            futures = [pool.submit(self.generate, p, max_new_tokens=max_new_tokens, temperature=temperature,
-                                   seed=seed, n=n) for p in prompts]
+            futures = [
+                pool.submit(
+                    self.generate, p, max_new_tokens=max_new_tokens, temperature=temperature, seed=seed, n=n
+                )
+                for p in prompts
+            ]
             return [f.result() for f in futures]
 
     def describe(self) -> dict[str, Any]:
@@ -98,7 +133,9 @@ class OpenAIChatBackend(LLMBackend):
         for attempt in range(self.max_retries + 1):
             try:
                 with self._slots:
-                    return self._send(urllib.request.Request(self.url, data=data, headers=headers, method="POST"))
+                    return self._send(
+                        urllib.request.Request(self.url, data=data, headers=headers, method="POST")
+                    )
             except _Retryable as problem:
                 last_problem = str(problem)
                 if attempt == self.max_retries:
@@ -106,7 +143,9 @@ class OpenAIChatBackend(LLMBackend):
                 delay = min(self.max_backoff_s, self.backoff_s * 2**attempt) * (0.5 + random.random() / 2)
                 if problem.retry_after is not None:
                     delay = min(self.max_backoff_s, max(delay, problem.retry_after))
-                log.warning("%s: %s; retry %d/%d in %.1f s", self.url, problem, attempt + 1, self.max_retries, delay)
+                log.warning(
+                    "%s: %s; retry %d/%d in %.1f s", self.url, problem, attempt + 1, self.max_retries, delay
+                )
                 time.sleep(delay)
         raise LLMError(f"{self.url}: no answer after {self.max_retries + 1} attempts; last: {last_problem}")
 
@@ -121,8 +160,7 @@ class OpenAIChatBackend(LLMBackend):
             if error.code in RETRY_STATUSES:
                 raise _Retryable(f"HTTP {error.code}: {detail}", _retry_after(error.headers)) from error
             raise LLMError(f"{self.url}: HTTP {error.code} for model {self.model_id!r}: {detail}") from error
-        except (urllib.error.URLError, socket.timeout, TimeoutError, ConnectionError,
-                http.client.HTTPException) as error:
+        except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as error:
             raise _Retryable(f"{type(error).__name__}: {getattr(error, 'reason', error)}") from error
         try:
             return json.loads(raw)
@@ -134,7 +172,9 @@ class OpenAIChatBackend(LLMBackend):
             choices = reply["choices"]
             return [_content_text(choice["message"].get("content")) for choice in choices]
         except (KeyError, TypeError, AttributeError) as error:
-            raise LLMError(f"{self.url}: reply has no choices[].message.content: {str(reply)[:300]}") from error
+            raise LLMError(
+                f"{self.url}: reply has no choices[].message.content: {str(reply)[:300]}"
+            ) from error
 
 
 def _content_text(content: Any) -> str:

@@ -23,8 +23,14 @@ log = logging.getLogger(__name__)
 
 
 class TransformersBackend(LLMBackend):
-    def __init__(self, model: str, *, device: str | None = None, dtype: str | None = None,
-                 trust_remote_code: bool = False) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        device: str | None = None,
+        dtype: str | None = None,
+        trust_remote_code: bool = False,
+    ) -> None:
         self.model_id = str(model)
         self.device = device
         self.dtype = dtype
@@ -38,11 +44,17 @@ class TransformersBackend(LLMBackend):
             return
         try:
             import torch
-            from transformers import (AutoConfig, AutoModelForCausalLM, AutoModelForImageTextToText,
-                                      AutoProcessor, AutoTokenizer)
+            from transformers import (
+                AutoConfig,
+                AutoModelForCausalLM,
+                AutoModelForImageTextToText,
+                AutoProcessor,
+                AutoTokenizer,
+            )
         except ImportError as error:
-            raise ConfigError("the local LLM backend needs torch and transformers "
-                              "(pip install 'egohorizon[train]')") from error
+            raise ConfigError(
+                "the local LLM backend needs torch and transformers (pip install 'egohorizon[train]')"
+            ) from error
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
         try:
             config = AutoConfig.from_pretrained(self.model_id, **kwargs)
@@ -50,15 +62,20 @@ class TransformersBackend(LLMBackend):
             if self.dtype:
                 kwargs["dtype"] = getattr(torch, self.dtype) if self.dtype != "auto" else "auto"
             if self._is_vlm:
-                self._processor = AutoProcessor.from_pretrained(self.model_id, **{"trust_remote_code":
-                                                                                  self.trust_remote_code})
+                self._processor = AutoProcessor.from_pretrained(
+                    self.model_id, trust_remote_code=self.trust_remote_code
+                )
                 self._model = AutoModelForImageTextToText.from_pretrained(self.model_id, **kwargs)
             else:
-                self._processor = AutoTokenizer.from_pretrained(self.model_id, trust_remote_code=self.trust_remote_code)
+                self._processor = AutoTokenizer.from_pretrained(
+                    self.model_id, trust_remote_code=self.trust_remote_code
+                )
                 self._model = AutoModelForCausalLM.from_pretrained(self.model_id, **kwargs)
         except OSError as error:
-            raise ConfigError(f"cannot load model {self.model_id!r}: {error}. Offline, a hub id works only when "
-                              "the model is in the local Hugging Face cache; otherwise pass a local folder.") from error
+            raise ConfigError(
+                f"cannot load model {self.model_id!r}: {error}. Offline, a hub id works only when "
+                "the model is in the local Hugging Face cache; otherwise pass a local folder."
+            ) from error
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self._model.to(device).eval()
         log.info("loaded %s (%s) on %s", self.model_id, "VLM" if self._is_vlm else "causal LM", device)
@@ -66,24 +83,36 @@ class TransformersBackend(LLMBackend):
     def _inputs(self, messages: list[dict[str, Any]]):
         processor = self._processor
         if self._is_vlm:
-            return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=True,
-                                                 return_dict=True, return_tensors="pt")
+            return processor.apply_chat_template(
+                messages, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
+            )
         if getattr(processor, "chat_template", None):
             text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
         else:  # base models without a template: the turns, one per paragraph
             text = "\n\n".join(message_text(m) for m in messages) + "\n"
         return processor(text, return_tensors="pt")
 
-    def generate(self, prompt: Prompt, *, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0,
-                 n: int = 1) -> list[str]:
+    def generate(
+        self,
+        prompt: Prompt,
+        *,
+        max_new_tokens: int = 256,
+        temperature: float = 0.0,
+        seed: int = 0,
+        n: int = 1,
+    ) -> list[str]:
         import torch
 
         self._load()
         inputs = self._inputs(as_messages(prompt)).to(self._model.device)
         tokenizer = getattr(self._processor, "tokenizer", self._processor)
-        options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "num_return_sequences": n,
-                                   "pad_token_id": tokenizer.pad_token_id if tokenizer.pad_token_id is not None
-                                   else tokenizer.eos_token_id}
+        options: dict[str, Any] = {
+            "max_new_tokens": max_new_tokens,
+            "num_return_sequences": n,
+            "pad_token_id": tokenizer.pad_token_id
+            if tokenizer.pad_token_id is not None
+            else tokenizer.eos_token_id,
+        }
         if temperature > 0:
             options.update(do_sample=True, temperature=temperature)
         else:
@@ -93,7 +122,7 @@ class TransformersBackend(LLMBackend):
         torch.manual_seed(seed)
         with torch.inference_mode():
             output = self._model.generate(**inputs, **options)
-        new_tokens = output[:, inputs["input_ids"].shape[1]:]
+        new_tokens = output[:, inputs["input_ids"].shape[1] :]
         return [text.strip() for text in tokenizer.batch_decode(new_tokens, skip_special_tokens=True)]
 
     def generate_many(self, prompts: Sequence[Prompt], **params: Any) -> list[list[str]]:

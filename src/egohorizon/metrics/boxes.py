@@ -29,7 +29,7 @@ FPS = 30
 
 def frame_of(t: float, fps: float = FPS) -> int:
     """The frame a prediction at ``t`` seconds belongs to: round(fps * t), halves up."""
-    return int(math.floor(fps * t + 0.5))
+    return math.floor(fps * t + 0.5)
 
 
 def _model_track(predictions: Sequence[BoxPrediction], fps: float) -> tuple[np.ndarray, np.ndarray, int]:
@@ -60,8 +60,12 @@ def _score_hand(gold: dict[int, list[float]], predictions: Sequence[BoxPredictio
         inside = (truth[:, 0] <= cx) & (cx <= truth[:, 2]) & (truth[:, 1] <= cy) & (cy <= truth[:, 3])
         hits = int(inside.sum())
     false_positive = (last - first + 1) - int(covered.size)
-    return {"hits": hits, "annotated": annotated, "false_positive_frames": false_positive,
-            "duplicates": duplicates}
+    return {
+        "hits": hits,
+        "annotated": annotated,
+        "false_positive_frames": false_positive,
+        "duplicates": duplicates,
+    }
 
 
 def _gold_index(gold: Sequence[HandBox]) -> dict[str, dict[str, dict[int, list[float]]]]:
@@ -69,12 +73,16 @@ def _gold_index(gold: Sequence[HandBox]) -> dict[str, dict[str, dict[int, list[f
     for box in gold:
         frames = index[box.clip][box.hand]
         if box.frame in frames:
-            raise ValueError(f"gold has two boxes for clip {box.clip!r}, hand {box.hand!r}, frame {box.frame}")
+            raise ValueError(
+                f"gold has two boxes for clip {box.clip!r}, hand {box.hand!r}, frame {box.frame}"
+            )
         frames[box.frame] = box.box
     return index
 
 
-def centroid_hit_fraction(gold: Sequence[HandBox], predictions: Sequence[BoxPrediction], fps: float = FPS) -> dict:
+def centroid_hit_fraction(
+    gold: Sequence[HandBox], predictions: Sequence[BoxPrediction], fps: float = FPS
+) -> dict:
     """CHF over all clips of ``gold`` (SPEC §6 report).
 
     Returns ``chf`` (pooled, in [0, 1]), ``hits``, ``annotated`` (hand-frames),
@@ -94,9 +102,15 @@ def centroid_hit_fraction(gold: Sequence[HandBox], predictions: Sequence[BoxPred
             for key in clip_totals:
                 clip_totals[key] += result[key]
         denominator = clip_totals["annotated"] + clip_totals["false_positive_frames"]
-        per_clip.append({"clip": clip, "chf": clip_totals["hits"] / denominator if denominator else None,
-                         "hits": clip_totals["hits"], "annotated": clip_totals["annotated"],
-                         "false_positive_frames": clip_totals["false_positive_frames"]})
+        per_clip.append(
+            {
+                "clip": clip,
+                "chf": clip_totals["hits"] / denominator if denominator else None,
+                "hits": clip_totals["hits"],
+                "annotated": clip_totals["annotated"],
+                "false_positive_frames": clip_totals["false_positive_frames"],
+            }
+        )
         for key in totals:
             totals[key] += clip_totals[key]
     denominator = totals["annotated"] + totals["false_positive_frames"]

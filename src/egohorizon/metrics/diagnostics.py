@@ -20,7 +20,9 @@ import numpy as np
 from egohorizon.metrics.embedders import Embedder
 
 
-def pairwise_accuracy(scores: Sequence[Sequence[float]], rankings: Sequence[Sequence[Sequence[float]]]) -> dict:
+def pairwise_accuracy(
+    scores: Sequence[Sequence[float]], rankings: Sequence[Sequence[Sequence[float]]]
+) -> dict:
     """scores[i][c]: the metric's score of candidate c of item i.
     rankings[i][a][c]: annotator a's rank of candidate c of item i (1 = closest to the reference;
     equal ranks are ties). Returns ``{"accuracy", "right", "pairs"}`` (accuracy None with no pairs).
@@ -31,8 +33,10 @@ def pairwise_accuracy(scores: Sequence[Sequence[float]], rankings: Sequence[Sequ
     for item, (item_scores, item_rankings) in enumerate(zip(scores, rankings)):
         for annotator, ranks in enumerate(item_rankings):
             if len(ranks) != len(item_scores):
-                raise ValueError(f"item {item}, annotator {annotator}: {len(ranks)} ranks for "
-                                 f"{len(item_scores)} candidates")
+                raise ValueError(
+                    f"item {item}, annotator {annotator}: {len(ranks)} ranks for "
+                    f"{len(item_scores)} candidates"
+                )
             for a in range(len(ranks)):
                 for b in range(a + 1, len(ranks)):
                     if ranks[a] == ranks[b]:
@@ -56,14 +60,19 @@ def h10(scores: Sequence[float]) -> float | None:
     return float(-(nonzero * np.log(nonzero)).sum() / math.log(10))
 
 
-def score_candidates(references: Sequence[Sequence[str]], candidates: Sequence[Sequence[Sequence[str]]],
-                     embedder: Embedder) -> list[list[float]]:
+def score_candidates(
+    references: Sequence[Sequence[str]], candidates: Sequence[Sequence[Sequence[str]]], embedder: Embedder
+) -> list[list[float]]:
     """scores[i][c] = S(references[i], candidates[i][c]); each distinct string embedded once."""
     from egohorizon.metrics.embedders import EmbeddingTable
     from egohorizon.metrics.forecast import _pair_scores
 
     table = EmbeddingTable(embedder)
     table.add([t for ref in references for t in ref] + [t for cands in candidates for c in cands for t in c])
-    pairs = [(table.rows(list(ref)), table.rows(list(c))) for ref, cands in zip(references, candidates) for c in cands]
+    pairs = [
+        (table.rows(list(ref)), table.rows(list(c)))
+        for ref, cands in zip(references, candidates)
+        for c in cands
+    ]
     flat = iter(_pair_scores(table, pairs).tolist())
     return [[next(flat) for _ in cands] for cands in candidates]

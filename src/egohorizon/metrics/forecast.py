@@ -91,7 +91,7 @@ def soft_edit_score(reference: Sequence[str], prediction: Sequence[str], embedde
 def repeat_last_k(point: ForecastPoint) -> list[str]:
     """The baseline: the last K context events of the point, oldest first (fewer if shorter)."""
     context = sorted(point.context, key=lambda event: (event["end"], event["start"]))
-    return [event["text"] for event in context[-point.k:]] if point.k > 0 else []
+    return [event["text"] for event in context[-point.k :]] if point.k > 0 else []
 
 
 def clean_candidates(candidates: Sequence[Sequence[str]] | None) -> list[list[str]] | None:
@@ -122,15 +122,18 @@ def _random_pools(points: Sequence[ForecastPoint]) -> dict[tuple[str, int], tupl
     return pools
 
 
-def _draw_random(point: ForecastPoint, pool: tuple[list[str], dict], n_draws: int, n_candidates: int,
-                 seed: int) -> list[list[list[str]]] | None:
+def _draw_random(
+    point: ForecastPoint, pool: tuple[list[str], dict], n_draws: int, n_candidates: int, seed: int
+) -> list[list[list[str]]] | None:
     """``n_draws`` x ``n_candidates`` random trajectories of len(targets) events, or None (empty pool).
 
     Each event is drawn uniformly from the pool of the point's (source, level) excluding its own
     target events; the generator is seeded by (seed, point id) so draws do not depend on file order.
     """
     texts, positions = pool
-    own = np.array(sorted({positions[_event_key(point, i)] for i in range(len(point.targets))}), dtype=np.int64)
+    own = np.array(
+        sorted({positions[_event_key(point, i)] for i in range(len(point.targets))}), dtype=np.int64
+    )
     if own.size >= len(texts):
         return None
     rng = np.random.default_rng([seed, zlib.crc32(point.id.encode("utf-8"))])
@@ -145,7 +148,9 @@ def _draw_random(point: ForecastPoint, pool: tuple[list[str], dict], n_draws: in
             draw = rng.integers(0, len(texts), size=2 * needed)
             picks = np.concatenate([picks, draw[~np.isin(draw, own)]])
         picks = picks[:needed]
-    return [[[texts[i] for i in cand] for cand in draw] for draw in picks.reshape(n_draws, n_candidates, length)]
+    return [
+        [[texts[i] for i in cand] for cand in draw] for draw in picks.reshape(n_draws, n_candidates, length)
+    ]
 
 
 def _normalise(s: float | None, s_rand: float | None) -> float | None:
@@ -159,9 +164,14 @@ def _mean(values: Sequence[float | None]) -> float | None:
     return float(np.mean(present)) if present else None
 
 
-def score_forecasts(points: Sequence[ForecastPoint], predictions: Mapping[str, Sequence[Sequence[str]] | None],
-                    embedder: Embedder, n_random_draws: int = 5, seed: int = 0,
-                    max_candidates: int = DEFAULT_CANDIDATES) -> dict:
+def score_forecasts(
+    points: Sequence[ForecastPoint],
+    predictions: Mapping[str, Sequence[Sequence[str]] | None],
+    embedder: Embedder,
+    n_random_draws: int = 5,
+    seed: int = 0,
+    max_candidates: int = DEFAULT_CANDIDATES,
+) -> dict:
     """Scores forecasts against points (SPEC §1, report shape of SPEC §6).
 
     predictions: point id -> candidate trajectories (lists of action texts), or None for an output
@@ -223,36 +233,59 @@ def score_forecasts(points: Sequence[ForecastPoint], predictions: Mapping[str, S
     for index, (point, candidates, truncated, draws) in enumerate(prepared):
         own = cand_scores.get(index, [])
         best = int(np.argmax(own)) if own else None
-        s_rand = (float(np.mean([max(draw_scores[(index, d)]) for d in range(len(draws))]))
-                  if draws else None)
-        per_point.append({
-            "id": point.id, "S": own[best] if own else 0.0, "best": best, "S_rand": s_rand,
-            "invalid": candidates is None, "n_candidates": len(candidates or []), "truncated": truncated,
-            "source": point.source, "level": point.level, "k": point.k,
-        })
+        s_rand = float(np.mean([max(draw_scores[(index, d)]) for d in range(len(draws))])) if draws else None
+        per_point.append(
+            {
+                "id": point.id,
+                "S": own[best] if own else 0.0,
+                "best": best,
+                "S_rand": s_rand,
+                "invalid": candidates is None,
+                "n_candidates": len(candidates or []),
+                "truncated": truncated,
+                "source": point.source,
+                "level": point.level,
+                "k": point.k,
+            }
+        )
     return _aggregate(per_point, embedder, n_random_draws, seed, max_candidates)
 
 
 def _summary(rows: Sequence[dict]) -> dict:
     s = _mean([r["S"] for r in rows])
     s_rand = _mean([r["S_rand"] for r in rows])
-    return {"S": s, "S_rand": s_rand, "S_norm": _normalise(s, s_rand), "n": len(rows),
-            "invalid": sum(r["invalid"] for r in rows), "truncated": sum(r["truncated"] for r in rows),
-            "no_random_pool": sum(r["S_rand"] is None for r in rows)}
+    return {
+        "S": s,
+        "S_rand": s_rand,
+        "S_norm": _normalise(s, s_rand),
+        "n": len(rows),
+        "invalid": sum(r["invalid"] for r in rows),
+        "truncated": sum(r["truncated"] for r in rows),
+        "no_random_pool": sum(r["S_rand"] is None for r in rows),
+    }
 
 
-def _aggregate(per_point: list[dict], embedder: Embedder, n_random_draws: int, seed: int,
-               max_candidates: int) -> dict:
+def _aggregate(
+    per_point: list[dict], embedder: Embedder, n_random_draws: int, seed: int, max_candidates: int
+) -> dict:
     grouped: dict[tuple[str, int, int], list[dict]] = defaultdict(list)
     for row in per_point:
         grouped[(row["source"], row["level"], row["k"])].append(row)
-    groups = [{"source": source, "level": level, "k": k, **_summary(rows)}
-              for (source, level, k), rows in sorted(grouped.items())]
+    groups = [
+        {"source": source, "level": level, "k": k, **_summary(rows)}
+        for (source, level, k), rows in sorted(grouped.items())
+    ]
     overall = _summary(per_point)
     overall["S_norm_macro"] = _mean([g["S_norm"] for g in groups])
     if overall["no_random_pool"]:
-        log.warning("%d point(s) have no other event of their (source, level) to draw a random baseline from",
-                    overall["no_random_pool"])
-    settings = {"embedder": embedder.name, "n_random_draws": n_random_draws, "seed": seed,
-                "max_candidates": max_candidates}
+        log.warning(
+            "%d point(s) have no other event of their (source, level) to draw a random baseline from",
+            overall["no_random_pool"],
+        )
+    settings = {
+        "embedder": embedder.name,
+        "n_random_draws": n_random_draws,
+        "seed": seed,
+        "max_candidates": max_candidates,
+    }
     return {"overall": overall, "groups": groups, "per_point": per_point, "settings": settings}

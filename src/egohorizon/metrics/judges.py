@@ -20,12 +20,10 @@ rule's verdicts in its cache too, so the cache replays completely.
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import re
 from collections.abc import Sequence
-from pathlib import Path
 
 from egohorizon.errors import DataError
 from egohorizon.metrics.ego4d_verbs import EGO4D_VERB_CLASSES
@@ -34,13 +32,41 @@ from egohorizon.metrics.embedders import Embedder, normalise_text
 log = logging.getLogger(__name__)
 
 # Labels that name no specific physical action: from the EgoHome judge prompt, plus close variants.
-GENERIC_LABELS = frozenset({
-    "", "doing chores", "doing the chores", "chores", "household chores", "doing household chores",
-    "cleaning up", "cleaning", "working in the kitchen", "doing the task", "doing a task", "the task",
-    "using the hands", "using hands", "using both hands", "using the hand", "moving the hands",
-    "doing something", "doing stuff", "working", "activity", "doing an activity", "nothing", "none",
-    "n/a", "na", "unknown", "placeholder", "idle", "-", "...",
-})
+GENERIC_LABELS = frozenset(
+    {
+        "",
+        "doing chores",
+        "doing the chores",
+        "chores",
+        "household chores",
+        "doing household chores",
+        "cleaning up",
+        "cleaning",
+        "working in the kitchen",
+        "doing the task",
+        "doing a task",
+        "the task",
+        "using the hands",
+        "using hands",
+        "using both hands",
+        "using the hand",
+        "moving the hands",
+        "doing something",
+        "doing stuff",
+        "working",
+        "activity",
+        "doing an activity",
+        "nothing",
+        "none",
+        "n/a",
+        "na",
+        "unknown",
+        "placeholder",
+        "idle",
+        "-",
+        "...",
+    }
+)
 
 Pair = tuple[str, str]
 
@@ -169,7 +195,9 @@ class VerbJudge(Judge):
         for gold, pred in pairs:
             verbs = ego4d_verb(gold), ego4d_verb(pred)
             if verbs[0] is None or verbs[1] is None:
-                out.append(verbs[0] is None and verbs[1] is None and normalise_text(gold) == normalise_text(pred))
+                out.append(
+                    verbs[0] is None and verbs[1] is None and normalise_text(gold) == normalise_text(pred)
+                )
             else:
                 out.append(verbs[0] == verbs[1])
         return out
@@ -236,12 +264,18 @@ def read_verdicts(path: str) -> dict[Pair, bool]:
             continue
         for field, kind in (("gold", str), ("pred", str), ("match", bool)):
             if not isinstance(obj.get(field), kind):
-                problems.append(f"{path}:{line}: field '{field}': expected {kind.__name__}, got {obj.get(field)!r}")
+                problems.append(
+                    f"{path}:{line}: field '{field}': expected {kind.__name__}, got {obj.get(field)!r}"
+                )
         if all(isinstance(obj.get(f), k) for f, k in (("gold", str), ("pred", str), ("match", bool))):
             pair = (obj["gold"], obj["pred"])
             if pair in table and table[pair] != obj["match"]:
-                problems.append(f"{path}:{line}: contradicts an earlier verdict for gold {pair[0]!r} / pred {pair[1]!r}")
+                problems.append(
+                    f"{path}:{line}: contradicts an earlier verdict for gold {pair[0]!r} / pred {pair[1]!r}"
+                )
             table[pair] = obj["match"]
     if problems:
-        raise DataError("\n".join(problems[:20]) + (f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""))
+        raise DataError(
+            "\n".join(problems[:20]) + (f"\n... and {len(problems) - 20} more" if len(problems) > 20 else "")
+        )
     return table

@@ -47,8 +47,13 @@ def _slug(text: str) -> str:
 class LLMJudge(Judge):
     name = "llm"
 
-    def __init__(self, backend: LLMBackend, prompt: Prompt | str = "judge_subtask",
-                 cache_dir: str | Path | None = None, max_new_tokens: int = 128) -> None:
+    def __init__(
+        self,
+        backend: LLMBackend,
+        prompt: Prompt | str = "judge_subtask",
+        cache_dir: str | Path | None = None,
+        max_new_tokens: int = 128,
+    ) -> None:
         super().__init__()
         self.backend = backend
         self.prompt = load_prompt(prompt) if isinstance(prompt, str) else prompt
@@ -60,12 +65,18 @@ class LLMJudge(Judge):
         self.cache_path = None
         self._cache: dict[Pair, bool] = {}
         if cache_dir is not None:
-            self.cache_path = Path(cache_dir) / f"llm-{_slug(self.model)}-{self.prompt.name}-v{self.prompt.version}.jsonl"
+            self.cache_path = (
+                Path(cache_dir) / f"llm-{_slug(self.model)}-{self.prompt.name}-v{self.prompt.version}.jsonl"
+            )
             self._cache = self._load_cache()
 
     def _key_fields(self) -> dict:
-        return {"judge": self.name, "model": self.model, "prompt": self.prompt.name,
-                "prompt_version": self.prompt.version}
+        return {
+            "judge": self.name,
+            "model": self.model,
+            "prompt": self.prompt.name,
+            "prompt_version": self.prompt.version,
+        }
 
     def _load_cache(self) -> dict[Pair, bool]:
         cache: dict[Pair, bool] = {}
@@ -92,13 +103,20 @@ class LLMJudge(Judge):
                 return
             self.cache_path.parent.mkdir(parents=True, exist_ok=True)
             # One write of whole lines in append mode: concurrent runs never interleave half lines.
-            lines = "".join(json.dumps({"gold": g, "pred": p, "match": m, "raw": raw, **self._key_fields()},
-                                       ensure_ascii=False) + "\n" for (g, p), (m, raw) in verdicts.items())
+            lines = "".join(
+                json.dumps(
+                    {"gold": g, "pred": p, "match": m, "raw": raw, **self._key_fields()}, ensure_ascii=False
+                )
+                + "\n"
+                for (g, p), (m, raw) in verdicts.items()
+            )
             with open(self.cache_path, "a", encoding="utf-8") as handle:
                 handle.write(lines)
 
     def _record_ruled(self, verdicts: dict[Pair, bool]) -> None:
-        new = {pair: (match, "generic-label rule") for pair, match in verdicts.items() if pair not in self._cache}
+        new = {
+            pair: (match, "generic-label rule") for pair, match in verdicts.items() if pair not in self._cache
+        }
         self._store(new)
 
     def _decide(self, pairs: list[Pair]) -> list[bool]:
@@ -107,19 +125,25 @@ class LLMJudge(Judge):
         if todo:
             prompts = [self.prompt.render(gold=g, pred=p) for g, p in todo]
             self.stats["backend_calls"] += len(todo)
-            replies = self.backend.generate_many(prompts, max_new_tokens=self.max_new_tokens, temperature=0.0,
-                                                 seed=0, n=1)
+            replies = self.backend.generate_many(
+                prompts, max_new_tokens=self.max_new_tokens, temperature=0.0, seed=0, n=1
+            )
             fresh = {}
             for pair, reply in zip(todo, replies):
                 text = reply[0] if reply else ""
                 verdict = parse_verdict(text)
                 if verdict is None:
                     self.stats["unparseable"] += 1
-                    log.warning("judge reply without a boolean 'match' for gold %r / pred %r: %.200r", *pair, text)
+                    log.warning(
+                        "judge reply without a boolean 'match' for gold %r / pred %r: %.200r", *pair, text
+                    )
                 fresh[pair] = (bool(verdict), text)
             self._store(fresh)
         return [self._cache[pair] for pair in pairs]
 
     def describe(self) -> dict:
-        return {**super().describe(), "backend": self.backend.describe(),
-                "cache": str(self.cache_path) if self.cache_path else None}
+        return {
+            **super().describe(),
+            "backend": self.backend.describe(),
+            "cache": str(self.cache_path) if self.cache_path else None,
+        }

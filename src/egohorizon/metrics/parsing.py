@@ -22,7 +22,8 @@ from typing import Any
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
 _CANDIDATE_HEADER = re.compile(
-    r"^\s*[#*_>\s]*(?:candidate|trajectory|option)\s*(\d+)\s*[*_]*\s*[:.)\-]?\s*[*_]*\s*(.*)$", re.IGNORECASE)
+    r"^\s*[#*_>\s]*(?:candidate|trajectory|option)\s*(\d+)\s*[*_]*\s*[:.)\-]?\s*[*_]*\s*(.*)$", re.IGNORECASE
+)
 _NUMBERED = re.compile(r"^\s*(?:\d+\s*[.):]|[-*\u2022])\s+(.*\S)\s*$")
 
 

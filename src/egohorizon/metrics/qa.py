@@ -41,8 +41,10 @@ EGOMONTH_TASK_LEVELS: dict[str, int] = {
 }
 
 _STATEMENT = re.compile(
-    r"\b(?:(?:final|correct|best)\s+)?answer\b\s*(?:is|:|=)?\s*:?\s*(?:option\s+)?[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
-    re.IGNORECASE)
+    r"\b(?:(?:final|correct|best)\s+)?answer\b\s*(?:is|:|=)?\s*:?\s*(?:option\s+)?"
+    r"[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
+    re.IGNORECASE,
+)
 _LONE = re.compile(r"^[\(\[]?([A-Za-z])[\)\]]?[.:]?$")
 _LETTER_THEN_TEXT = re.compile(r"^[\(\[]?([A-Za-z])(?:[\)\]]|[.:)])\s*(.+)$", re.DOTALL)
 
@@ -66,7 +68,7 @@ def _statement_letters(text: str) -> set[str]:
     letters = set()
     for match in _STATEMENT.finditer(text):
         letter = match.group(1)
-        rest = text[match.end():]
+        rest = text[match.end() :]
         # "the answer is a cup": a lowercase letter followed by a word is the article, not option A
         if letter.islower() and re.match(r"\s+[A-Za-z]", rest):
             continue
@@ -110,8 +112,9 @@ def item_level(item: QAItem, task_levels: Mapping[str, int] | None) -> int | Non
     return levels.get(task_key(item.task))
 
 
-def score_qa(items: Sequence[QAItem], answers: Mapping[str, str | None],
-             task_levels: Mapping[str, int] | None = None) -> dict:
+def score_qa(
+    items: Sequence[QAItem], answers: Mapping[str, str | None], task_levels: Mapping[str, int] | None = None
+) -> dict:
     """Accuracy report (SPEC §3, §6).
 
     items: gold questions. answers: item id -> extracted letter, or None (invalid); an item missing
@@ -127,8 +130,9 @@ def score_qa(items: Sequence[QAItem], answers: Mapping[str, str | None],
     correct_total = invalid_total = 0
     for item in items:
         name = task_names.setdefault(task_key(item.task), item.task)
-        row = per_task.setdefault(name, {"acc": None, "n": 0, "correct": 0, "invalid": 0,
-                                         "level": item_level(item, task_levels)})
+        row = per_task.setdefault(
+            name, {"acc": None, "n": 0, "correct": 0, "invalid": 0, "level": item_level(item, task_levels)}
+        )
         answer = answers.get(item.id)
         row["n"] += 1
         if answer is None:
@@ -144,9 +148,12 @@ def score_qa(items: Sequence[QAItem], answers: Mapping[str, str | None],
         if row["level"] is not None:
             by_level[row["level"]].append(row)
     per_level = {
-        str(level): {"avg": sum(r["acc"] for r in rows) / len(rows),
-                     "acc": sum(r["correct"] for r in rows) / sum(r["n"] for r in rows),
-                     "n": sum(r["n"] for r in rows), "n_tasks": len(rows)}
+        str(level): {
+            "avg": sum(r["acc"] for r in rows) / len(rows),
+            "acc": sum(r["correct"] for r in rows) / sum(r["n"] for r in rows),
+            "n": sum(r["n"] for r in rows),
+            "n_tasks": len(rows),
+        }
         for level, rows in sorted(by_level.items())
     }
     n = len(items)

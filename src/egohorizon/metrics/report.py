@@ -27,58 +27,85 @@ def table(headers: Sequence[str], rows: Sequence[Sequence]) -> str:
 
 
 def format_inputs(inputs: dict) -> str:
-    lines = [f"gold: {inputs['gold']} ({inputs['n_gold']} records); pred: {inputs['pred']} "
-             f"({inputs['n_pred']} records)"]
+    lines = [
+        (
+            f"gold: {inputs['gold']} ({inputs['n_gold']} records); pred: {inputs['pred']} "
+            f"({inputs['n_pred']} records)"
+        )
+    ]
     if inputs.get("missing"):
-        lines.append(f"  {inputs['missing']} gold item(s) without a prediction (scored as invalid), e.g. "
-                     f"{', '.join(map(str, inputs['missing_examples']))}")
+        lines.append(
+            f"  {inputs['missing']} gold item(s) without a prediction (scored as invalid), e.g. "
+            + ", ".join(map(str, inputs["missing_examples"]))
+        )
     if inputs.get("unknown"):
-        lines.append(f"  {inputs['unknown']} prediction(s) for ids not in gold (ignored), e.g. "
-                     f"{', '.join(map(str, inputs['unknown_examples']))}")
+        lines.append(
+            f"  {inputs['unknown']} prediction(s) for ids not in gold (ignored), e.g. "
+            + ", ".join(map(str, inputs["unknown_examples"]))
+        )
     return "\n".join(lines) + "\n"
 
 
 def format_forecast(report: dict) -> str:
-    rows = [[g["source"], g["level"], g["k"], g["S"], g["S_rand"], g["S_norm"], g["n"], g["invalid"]]
-            for g in report["groups"]]
+    rows = [
+        [g["source"], g["level"], g["k"], g["S"], g["S_rand"], g["S_norm"], g["n"], g["invalid"]]
+        for g in report["groups"]
+    ]
     o = report["overall"]
     rows.append(["overall", "", "", o["S"], o["S_rand"], o["S_norm"], o["n"], o["invalid"]])
     text = table(["source", "level", "K", "S", "S_rand", "S_norm", "n", "invalid"], rows)
     s = report["settings"]
-    text += (f"S_norm macro over groups: {fmt(o['S_norm_macro'])} ({len(report['groups'])} groups); "
-             f"embedder {s['embedder']}, best of {s['max_candidates']}, {s['n_random_draws']} random draws, "
-             f"seed {s['seed']}\n")
+    text += (
+        f"S_norm macro over groups: {fmt(o['S_norm_macro'])} ({len(report['groups'])} groups); "
+        f"embedder {s['embedder']}, best of {s['max_candidates']}, {s['n_random_draws']} random draws, "
+        f"seed {s['seed']}\n"
+    )
     if o.get("truncated"):
         text += f"{o['truncated']} point(s) had more than {s['max_candidates']} candidates; extras ignored\n"
     for name, baseline in report.get("baselines", {}).items():
         b = baseline["overall"]
-        text += f"baseline {name}: S {fmt(b['S'])}, S_norm {fmt(b['S_norm'])} (n {b['n']}, invalid {b['invalid']})\n"
+        text += (
+            f"baseline {name}: S {fmt(b['S'])}, S_norm {fmt(b['S_norm'])} "
+            f"(n {b['n']}, invalid {b['invalid']})\n"
+        )
     return text
 
 
 def format_qa(report: dict) -> str:
-    rows = [[task, r["level"], r["acc"], r["correct"], r["n"], r["invalid"]] for task, r in report["per_task"].items()]
+    rows = [
+        [task, r["level"], r["acc"], r["correct"], r["n"], r["invalid"]]
+        for task, r in report["per_task"].items()
+    ]
     text = table(["task", "level", "acc", "correct", "n", "invalid"], rows)
     if report["per_level"]:
-        text += "\n" + table(["level", "avg", "acc", "n", "tasks"],
-                             [[f"L{lv}", r["avg"], r["acc"], r["n"], r["n_tasks"]] for lv, r in report["per_level"].items()])
-    text += (f"\nAvg {fmt(report['Avg'])} ({len(report['per_task'])} tasks)   Acc {fmt(report['Acc'])} "
-             f"(n {report['n']})   invalid {report['invalid']}   chance {fmt(report['chance'])}\n")
+        text += "\n" + table(
+            ["level", "avg", "acc", "n", "tasks"],
+            [[f"L{lv}", r["avg"], r["acc"], r["n"], r["n_tasks"]] for lv, r in report["per_level"].items()],
+        )
+    text += (
+        f"\nAvg {fmt(report['Avg'])} ({len(report['per_task'])} tasks)   Acc {fmt(report['Acc'])} "
+        f"(n {report['n']})   invalid {report['invalid']}   chance {fmt(report['chance'])}\n"
+    )
     return text
 
 
 def format_segments(report: dict) -> str:
     text = ""
     for kind, block in report["kinds"].items():
-        text += f"[{kind}] judge {block['judge']['judge']}" + (f" ({block['judge']['model']})" if block['judge'].get('model') else "")
+        text += f"[{kind}] judge {block['judge']['judge']}" + (
+            f" ({block['judge']['model']})" if block["judge"].get("model") else ""
+        )
         text += f", {block['judged_pairs']} distinct overlapping label pairs judged\n"
         rows = [["all", block["psj"], block["n_clips"], block["semantic_f1"], block["n_clips"]]]
         rows += [[name, b["psj"], b["n_clips"], "", ""] for name, b in block["by_length"].items()]
         text += table(["gold length", "PSJ", "clips", "semantic F1", "clips"], rows)
-        text += (f"pooled: precision {fmt(block['precision'])} recall {fmt(block['recall'])} "
-                 f"F1 {fmt(block['semantic_f1_micro'])} ({block['n_pred']} predicted, {block['n_gold']} gold segments)\n")
+        text += (
+            f"pooled: precision {fmt(block['precision'])} recall {fmt(block['recall'])} "
+            f"F1 {fmt(block['semantic_f1_micro'])} "
+            f"({block['n_pred']} predicted, {block['n_gold']} gold segments)\n"
+        )
         if block["unknown_clips"]:
-            text += f"{len(block['unknown_clips'])} predicted clip(s) not in gold: {', '.join(block['unknown_clips'][:5])}\n"
+            text += _unknown_clips(block["unknown_clips"])
         text += "\n"
     for name, kinds in report.get("baselines", {}).items():
         parts = [f"{kind} PSJ {fmt(v['psj'])} ({v['n_clips']} clips)" for kind, v in kinds.items()]
@@ -87,12 +114,23 @@ def format_segments(report: dict) -> str:
 
 
 def format_boxes(report: dict) -> str:
-    rows = [[c["clip"], c["chf"], c["hits"], c["annotated"], c["false_positive_frames"]] for c in report["per_clip"]]
-    rows.append(["overall", report["chf"], report["hits"], report["annotated"], report["false_positive_frames"]])
+    rows = [
+        [c["clip"], c["chf"], c["hits"], c["annotated"], c["false_positive_frames"]]
+        for c in report["per_clip"]
+    ]
+    rows.append(
+        ["overall", report["chf"], report["hits"], report["annotated"], report["false_positive_frames"]]
+    )
     text = table(["clip", "CHF", "hits", "annotated", "false+ frames"], rows)
     text += f"mean over {report['n_clips']} clips: {fmt(report['chf_clip_mean'])}\n"
     if report["duplicate_pred_frames"]:
-        text += f"{report['duplicate_pred_frames']} predicted box(es) shared a frame with another (averaged)\n"
+        text += (
+            f"{report['duplicate_pred_frames']} predicted box(es) shared a frame with another (averaged)\n"
+        )
     if report["unknown_clips"]:
-        text += f"{len(report['unknown_clips'])} predicted clip(s) not in gold: {', '.join(report['unknown_clips'][:5])}\n"
+        text += _unknown_clips(report["unknown_clips"])
     return text
+
+
+def _unknown_clips(clips: Sequence[str]) -> str:
+    return f"{len(clips)} predicted clip(s) not in gold (ignored): {', '.join(clips[:5])}\n"

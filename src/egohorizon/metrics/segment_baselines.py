@@ -53,8 +53,12 @@ def most_common_label(segments: Sequence[Segment]) -> str:
     return min(time, key=lambda label: (-time[label], -counts[label], label))
 
 
-def build_baseline(gold: Sequence[Segment], name: str,
-                   generic_labels: Mapping[str, str] = GENERIC_BY_KIND, window_s: float = WINDOW_S) -> list[Segment]:
+def build_baseline(
+    gold: Sequence[Segment],
+    name: str,
+    generic_labels: Mapping[str, str] = GENERIC_BY_KIND,
+    window_s: float = WINDOW_S,
+) -> list[Segment]:
     """Predicted segments of baseline ``name`` for every clip, kind and hand of ``gold``."""
     extents = _extents(gold)
     out = []
@@ -82,6 +86,8 @@ def score_baselines(gold: Sequence[Segment], judges: Judge | Mapping[str, Judge]
     out = {}
     for name in BASELINES:
         report = score_segments(gold, build_baseline(gold, name), judges)
-        out[name] = {kind: {"psj": block["psj"], "semantic_f1": block["semantic_f1"], "n_clips": block["n_clips"]}
-                     for kind, block in report["kinds"].items()}
+        out[name] = {
+            kind: {"psj": block["psj"], "semantic_f1": block["semantic_f1"], "n_clips": block["n_clips"]}
+            for kind, block in report["kinds"].items()
+        }
     return out

@@ -76,8 +76,11 @@ def _by_clip_and_hand(segments: Sequence[Segment], kind: str) -> dict[str, Hands
 
 
 def _covered(segment: Segment, others: list[Segment], accepted) -> float:
-    pieces = [(max(segment.start, o.start), min(segment.end, o.end)) for o in others
-              if overlap(segment, o) > EPS and accepted(o)]
+    pieces = [
+        (max(segment.start, o.start), min(segment.end, o.end))
+        for o in others
+        if overlap(segment, o) > EPS and accepted(o)
+    ]
     return union_length(pieces)
 
 
@@ -95,16 +98,26 @@ def clip_psj(gold: Hands, pred: Hands, verdicts: Mapping[tuple[str, str], bool])
     return numerator / denominator if denominator > EPS else None
 
 
-def clip_matches(gold: Hands, pred: Hands, verdicts: Mapping[tuple[str, str], bool],
-                 iou_threshold: float = IOU_THRESHOLD) -> int:
+def clip_matches(
+    gold: Hands, pred: Hands, verdicts: Mapping[tuple[str, str], bool], iou_threshold: float = IOU_THRESHOLD
+) -> int:
     """Size of the maximum one-to-one matching of allowed (IoU >= threshold, accepted) pairs."""
     from scipy.optimize import linear_sum_assignment
 
     matches = 0
     for hand in set(gold) & set(pred):
         golds, preds = gold[hand], pred[hand]
-        allowed = np.array([[float(temporal_iou(p, g) >= iou_threshold - EPS and verdicts.get((g.label, p.label), False))
-                             for g in golds] for p in preds])
+        allowed = np.array(
+            [
+                [
+                    float(
+                        temporal_iou(p, g) >= iou_threshold - EPS and verdicts.get((g.label, p.label), False)
+                    )
+                    for g in golds
+                ]
+                for p in preds
+            ]
+        )
         if allowed.any():
             rows, cols = linear_sum_assignment(allowed, maximize=True)
             matches += int(allowed[rows, cols].sum())
@@ -119,15 +132,21 @@ def _f1(matches: int, n_pred: int, n_gold: int) -> tuple[float, float, float]:
 
 
 def overlapping_pairs(gold: Hands, pred: Hands) -> set[tuple[str, str]]:
-    return {(g.label, p.label) for hand in set(gold) & set(pred) for g in gold[hand] for p in pred[hand]
-            if overlap(g, p) > EPS}
+    return {
+        (g.label, p.label)
+        for hand in set(gold) & set(pred)
+        for g in gold[hand]
+        for p in pred[hand]
+        if overlap(g, p) > EPS
+    }
 
 
 def _bucket_view(gold: Hands, pred: Hands, bucket: str) -> tuple[Hands, Hands]:
     """The clip's gold segments in the bucket and the predictions that overlap them (same hand)."""
     kept_gold = {h: [g for g in gs if bucket_of(g.end - g.start) == bucket] for h, gs in gold.items()}
-    kept_pred = {h: [p for p in pred.get(h, []) if any(overlap(p, g) > EPS for g in kept_gold[h])]
-                 for h in kept_gold}
+    kept_pred = {
+        h: [p for p in pred.get(h, []) if any(overlap(p, g) > EPS for g in kept_gold[h])] for h in kept_gold
+    }
     return kept_gold, kept_pred
 
 
@@ -136,8 +155,13 @@ def _mean(values) -> float | None:
     return float(np.mean(values)) if values else None
 
 
-def score_kind(gold: Sequence[Segment], predictions: Sequence[Segment], kind: str, judge: Judge,
-               iou_threshold: float = IOU_THRESHOLD) -> dict:
+def score_kind(
+    gold: Sequence[Segment],
+    predictions: Sequence[Segment],
+    kind: str,
+    judge: Judge,
+    iou_threshold: float = IOU_THRESHOLD,
+) -> dict:
     """PSJ, semantic F1, per-clip figures and the length breakdown for one kind (SPEC §6 block)."""
     gold_clips = _by_clip_and_hand(gold, kind)
     pred_clips = _by_clip_and_hand(predictions, kind)
@@ -155,9 +179,18 @@ def score_kind(gold: Sequence[Segment], predictions: Sequence[Segment], kind: st
         n_gold, n_pred = sum(map(len, g.values())), sum(map(len, p.values()))
         matches = clip_matches(g, p, verdicts, iou_threshold)
         precision, recall, f1 = _f1(matches, n_pred, n_gold)
-        per_clip.append({"clip": clip, "psj": clip_psj(g, p, verdicts), "semantic_f1": f1,
-                         "precision": precision, "recall": recall, "matches": matches,
-                         "n_gold": n_gold, "n_pred": n_pred})
+        per_clip.append(
+            {
+                "clip": clip,
+                "psj": clip_psj(g, p, verdicts),
+                "semantic_f1": f1,
+                "precision": precision,
+                "recall": recall,
+                "matches": matches,
+                "n_gold": n_gold,
+                "n_pred": n_pred,
+            }
+        )
         for key, value in (("matches", matches), ("n_gold", n_gold), ("n_pred", n_pred)):
             totals[key] += value
         for name in BUCKETS:
@@ -167,18 +200,28 @@ def score_kind(gold: Sequence[Segment], predictions: Sequence[Segment], kind: st
     return {
         "psj": _mean(c["psj"] for c in per_clip),
         "semantic_f1": _mean(c["semantic_f1"] for c in per_clip),
-        "semantic_f1_micro": f1, "precision": precision, "recall": recall,
-        "n_clips": len(per_clip), "n_gold": totals["n_gold"], "n_pred": totals["n_pred"],
+        "semantic_f1_micro": f1,
+        "precision": precision,
+        "recall": recall,
+        "n_clips": len(per_clip),
+        "n_gold": totals["n_gold"],
+        "n_pred": totals["n_pred"],
         "per_clip": per_clip,
-        "by_length": {name: {"psj": _mean(values), "n_clips": len(values)} for name, values in buckets.items()},
+        "by_length": {
+            name: {"psj": _mean(values), "n_clips": len(values)} for name, values in buckets.items()
+        },
         "unknown_clips": sorted(set(pred_clips) - set(gold_clips)),
         "judge": judge.describe(),
         "judged_pairs": len(ordered),
     }
 
 
-def score_segments(gold: Sequence[Segment], predictions: Sequence[Segment],
-                   judges: Judge | Mapping[str, Judge], iou_threshold: float = IOU_THRESHOLD) -> dict:
+def score_segments(
+    gold: Sequence[Segment],
+    predictions: Sequence[Segment],
+    judges: Judge | Mapping[str, Judge],
+    iou_threshold: float = IOU_THRESHOLD,
+) -> dict:
     """``{"kinds": {kind: block}}`` for every kind present in ``gold`` (SPEC §6).
 
     judges: one judge for all kinds, or kind -> judge (EgoHome: the LLM judge for subtasks and hand
