@@ -254,11 +254,14 @@ def test_score_help_is_fast_and_imports_no_torch(repo_root):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.split("\n")
     assert out[1] == "[]"
-    started = time.monotonic()
-    subprocess.run(
-        [sys.executable, "-m", "egohorizon.cli", "score", "--help"], capture_output=True, check=True
-    )
-    assert time.monotonic() - started < 2.0
+    timings = []
+    for _ in range(3):  # the best of three: other processes on a shared machine add noise
+        started = time.monotonic()
+        subprocess.run(
+            [sys.executable, "-m", "egohorizon.cli", "score", "--help"], capture_output=True, check=True
+        )
+        timings.append(time.monotonic() - started)
+    assert min(timings) < 2.0
 
 
 @pytest.mark.slow
