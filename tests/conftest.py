@@ -12,6 +12,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("WANDB_MODE", "offline")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Idle OpenMP threads wait passively: on a CPU shared with other jobs, spinning torch threads made the
+# forecasting tests ~5x slower (docs/forecasting.md). Set before any test module imports torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = Path(os.environ.get("EGOHORIZON_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
