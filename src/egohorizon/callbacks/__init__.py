@@ -1,0 +1,1 @@
+"""Lightning callbacks that gather predictions across ranks and call the (plain-function) metrics."""

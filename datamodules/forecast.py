@@ -1,0 +1,339 @@
+"""ForecastDataModule: forecast points from event files, rendered and tokenised for a causal LM.
+
+Training examples are ``prompt + answer + EOS`` with the loss on the answer tokens only (labels -100
+on the prompt and padding). A fine-tuned forecaster learns to emit one trajectory
+(``render_forecast_prompt(point, n_candidates=1)`` -> ``render_forecast_answer([targets])``); at
+evaluation it samples several sequences and each parsed one becomes a candidate. Batches are bucketed
+by length (similar lengths together, bucket order shuffled) rather than packed: packing needs
+cross-document attention masks that not every attention kernel honours.
+
+Points come from ``events`` (a file or a folder with ``events.jsonl``; the demo world when unset) split
+by held-out days, or from a folder of ``points_{train,val,test}.jsonl`` and ``splits.json``
+(``points_dir``, with ``events`` for the leakage guard). The guard checks every point before anything
+is tokenised whenever the events are at hand.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
+
+from egohorizon.errors import ConfigError
+from egohorizon.schema import Event, ForecastPoint, load_jsonl, write_jsonl
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+IGNORE_INDEX = -100
+
+
+class ForecastDataModule(L.LightningDataModule):
+    def __init__(
+        self,
+        events: str | None = None,
+        points_dir: str | None = None,
+        demo_dir: str | None = None,
+        source: str | None = None,
+        levels: Sequence[int] = (3,),
+        ks: Sequence[int] = (1, 10),
+        n_context: int = 50,
+        val_frac: float = 0.15,
+        test_frac: float = 0.15,
+        split_strategy: str = "random",
+        min_history_days: int = 3,
+        max_train_points: int | None = None,
+        max_eval_points: int | None = 100,
+        prompt: str | None = None,
+        eval_prompt_candidates: int = 1,
+        use_chat_template: bool | None = None,
+        max_length: int = 2048,
+        batch_size: int = 8,
+        eval_batch_size: int = 16,
+        bucket_factor: int = 50,
+        num_workers: int = 0,
+        seed: int = 0,
+        save_points_to: str | None = None,
+    ):
+        super().__init__()
+        self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
+        self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
+        self.split_args = dict(val_frac=val_frac, test_frac=test_frac, seed=seed, strategy=split_strategy,
+                               min_history_days=min_history_days)
+        self.max_train_points, self.max_eval_points = max_train_points, max_eval_points
+        self.prompt_name, self.eval_prompt_candidates = prompt, eval_prompt_candidates
+        self.use_chat_template, self.max_length = use_chat_template, max_length
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
+        self.bucket_factor, self.num_workers, self.seed = bucket_factor, num_workers, seed
+        self.save_points_to = save_points_to
+        self.points: dict[str, list[ForecastPoint]] | None = None
+        self.split = None
+        self.tokenizer = None
+        self._datasets: dict[str, Dataset] = {}
+
+    # -- points --------------------------------------------------------------------------------
+
+    def prepare_points(self) -> dict[str, list[ForecastPoint]]:
+        """Builds or loads the points once (deterministic, so every rank gets the same ones)."""
+        if self.points is not None:
+            return self.points
+        # build_points runs the leakage guard on every point it makes; loaded points are checked here.
+        points, events, split = self._load_points() if self.points_dir else self._build_points()
+        if self.points_dir and events is not None and split is not None:
+            from egohorizon.data.leakage import check_points
+
+            for name in SPLITS:  # a point in the wrong file is caught as a target day of another split
+                check_points(points[name], events, split, expected_split=name)
+        self.points, self.split = points, split
+        counts = ", ".join(f"{name} {len(points[name])}" for name in SPLITS)
+        log.info("forecast points: %s (levels %s, K %s, context %d)", counts, self.levels, self.ks, self.n_context)
+        if not points["train"] and not points["test"]:
+            raise ConfigError("data: no forecast points were made; check data.levels/data.ks against the events")
+        if self.save_points_to:
+            self._save_points(Path(self.save_points_to))
+        return points
+
+    def load_events(self) -> list[Event]:
+        if self.events_path:
+            path = Path(self.events_path)
+            path = path / "events.jsonl" if path.is_dir() else path
+            if not path.is_file():
+                raise ConfigError(f"data.events: {path} does not exist")
+            return load_jsonl(path, Event)
+        from egohorizon.data.demo import ensure_demo_world, load_demo_world
+
+        return load_demo_world(ensure_demo_world(self.demo_dir)).events
+
+    def _build_points(self):
+        from egohorizon.data.points import build_points
+        from egohorizon.data.splits import make_day_split
+
+        events = self.load_events()
+        split = make_day_split(events, **self.split_args)
+        common = dict(levels=self.levels, ks=self.ks, n_context=self.n_context, seed=self.seed, source=self.source)
+        # The cap of build_points applies per split, level and K; training takes every point unless capped.
+        built = build_points(events, split, max_points=self.max_train_points, **common)
+        points = {"train": built["train"]}
+        if self.max_eval_points != self.max_train_points:
+            built = build_points(events, split, max_points=self.max_eval_points, **common)
+        points.update(val=built["val"], test=built["test"])
+        return points, events, split
+
+    def _load_points(self):
+        """``points_{split}.jsonl`` of ``points_dir`` (filtered to the configured levels and K); with
+        ``events`` set and a ``splits.json`` beside them, the leakage guard re-checks every point."""
+        folder = Path(self.points_dir)
+        if not folder.is_dir():
+            raise ConfigError(f"data.points_dir: {folder} is not a folder")
+        points = {}
+        for name in SPLITS:
+            path = folder / f"points_{name}.jsonl"
+            loaded = load_jsonl(path, ForecastPoint) if path.is_file() else []
+            points[name] = [p for p in loaded if p.level in self.levels and p.k in self.ks]
+        split = events = None
+        if (folder / "splits.json").is_file() and self.events_path:
+            from egohorizon.data.splits import DaySplit
+
+            split, events = DaySplit.load(folder / "splits.json"), self.load_events()
+        else:
+            log.warning("data.points_dir %s: without data.events and a splits.json there, the leakage guard "
+                        "cannot re-check these points against the events", folder)
+        return points, events, split
+
+    def _save_points(self, folder: Path) -> None:
+        """The held-out points and the day split; training points are left out (they can be rebuilt from
+        the events and the split, and on a large data set they would fill the disk: EPIC-KITCHENS makes
+        ~116,000 training points of 50 context events each, about 1 GB)."""
+        for name in ("val", "test"):
+            write_jsonl(folder / f"points_{name}.jsonl", self.points[name])
+        if self.split is not None:
+            self.split.save(folder / "splits.json")
+
+    # -- text ----------------------------------------------------------------------------------
+
+    @property
+    def prompt(self):
+        from egohorizon.prompts import load_prompt
+        from egohorizon.prompts.forecast import FORECAST_PROMPT_NAME
+
+        return load_prompt(self.prompt_name or FORECAST_PROMPT_NAME)
+
+    def render_prompt(self, point: ForecastPoint, n_candidates: int = 1, max_context: int | None = None) -> str:
+        from egohorizon.prompts.forecast import render_forecast_prompt
+
+        text = render_forecast_prompt(point, prompt=self.prompt_name, n_candidates=n_candidates,
+                                      max_context=max_context)
+        if self._chat_template_on():
+            messages = [{"role": "user", "content": text}]
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                      enable_thinking=False)
+        return text
+
+    @staticmethod
+    def render_answer(point: ForecastPoint) -> str:
+        from egohorizon.prompts.forecast import render_forecast_answer
+
+        return render_forecast_answer([point.targets])
+
+    def training_corpus(self) -> list[str]:
+        """Prompts and answers of the training points: what the tiny backbone's tokenizer learns from."""
+        points = self.prepare_points()["train"]
+        from egohorizon.prompts.forecast import render_forecast_prompt
+
+        texts = []
+        for point in points:
+            texts.append(render_forecast_prompt(point, prompt=self.prompt_name, n_candidates=1))
+            texts.append(self.render_answer(point))
+        return texts
+
+    def _chat_template_on(self) -> bool:
+        if self.use_chat_template is None:
+            return bool(getattr(self.tokenizer, "chat_template", None))
+        return self.use_chat_template
+
+    # -- tokenisation --------------------------------------------------------------------------
+
+    def set_tokenizer(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+        self._datasets.clear()
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def encode_point(self, point: ForecastPoint, n_candidates: int = 1) -> dict[str, Any]:
+        """prompt ids, answer ids (+EOS); drops the oldest context events until both fit ``max_length``."""
+        answer = self._encode(self.render_answer(point)) + [self.tokenizer.eos_token_id]
+        prompt = self._encode(self.render_prompt(point, n_candidates))
+        kept = len(point.context)
+        while len(prompt) + len(answer) > self.max_length and kept > 0:
+            kept = kept - max(1, kept // 10)
+            prompt = self._encode(self.render_prompt(point, n_candidates, max_context=kept))
+        if len(prompt) + len(answer) > self.max_length:
+            raise ConfigError(f"point {point.id}: even without context its prompt and answer take "
+                              f"{len(prompt) + len(answer)} tokens > data.max_length={self.max_length}")
+        return {"id": point.id, "k": point.k, "prompt_ids": prompt, "answer_ids": answer,
+                "context_kept": kept, "context_total": len(point.context)}
+
+    def setup(self, stage: str | None = None) -> None:
+        if self.tokenizer is None:
+            raise ConfigError("ForecastDataModule: set_tokenizer() must be called before setup()")
+        self.prepare_points()
+        wanted = {"fit": ("train", "val"), "validate": ("val",), "test": ("test",)}.get(stage or "", SPLITS)
+        for name in wanted:
+            if name not in self._datasets:
+                n_candidates = 1 if name == "train" else self.eval_prompt_candidates
+                items = [self.encode_point(p, n_candidates) for p in self.points[name]]
+                truncated = sum(item["context_kept"] < item["context_total"] for item in items)
+                if truncated:
+                    log.info("%s: %d of %d points had their oldest context events dropped to fit max_length=%d",
+                             name, truncated, len(items), self.max_length)
+                self._datasets[name] = EncodedPoints(items)
+
+    # -- loaders -------------------------------------------------------------------------------
+
+    def train_dataloader(self) -> DataLoader:
+        dataset = self._datasets["train"]
+        generator = torch.Generator().manual_seed(self.seed)
+        sampler = BucketBatchSampler(RandomSampler(dataset, generator=generator), batch_size=self.batch_size,
+                                     drop_last=False, lengths=dataset.lengths, bucket_factor=self.bucket_factor,
+                                     seed=self.seed)
+        return DataLoader(dataset, batch_sampler=sampler, collate_fn=TrainCollator(self.tokenizer.pad_token_id),
+                          num_workers=self.num_workers)
+
+    def val_dataloader(self) -> DataLoader:
+        return self._eval_loader("val")
+
+    def test_dataloader(self) -> DataLoader:
+        return self._eval_loader("test")
+
+    def _eval_loader(self, name: str) -> DataLoader:
+        dataset = self._datasets[name].sorted_for_generation()
+        return DataLoader(dataset, batch_size=self.eval_batch_size, sampler=SequentialSampler(dataset),
+                          collate_fn=EvalCollator(self.tokenizer.pad_token_id), num_workers=self.num_workers)
+
+    def points_by_id(self, name: str) -> dict[str, ForecastPoint]:
+        return {p.id: p for p in self.prepare_points()[name]}
+
+
+class EncodedPoints(Dataset):
+    def __init__(self, items: list[dict[str, Any]]):
+        self.items = items
+        self.lengths = [len(i["prompt_ids"]) + len(i["answer_ids"]) for i in items]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, index: int) -> dict[str, Any]:
+        return self.items[index]
+
+    def sorted_for_generation(self) -> EncodedPoints:
+        """Same K and similar prompt lengths together: a batch's generation budget depends on its K."""
+        return EncodedPoints(sorted(self.items, key=lambda i: (i["k"], len(i["prompt_ids"]), i["id"])))
+
+
+class BucketBatchSampler(BatchSampler):
+    """Batches of similar length: takes ``batch_size * bucket_factor`` indices from ``sampler``, sorts
+    them by length, cuts batches and yields them in a seeded shuffled order (new order each epoch).
+
+    A ``BatchSampler`` subclass with a ``sampler`` argument, so Lightning can swap in a
+    ``DistributedSampler`` under DDP and each rank buckets its own share.
+    """
+
+    def __init__(self, sampler, batch_size: int, drop_last: bool, lengths: Sequence[int] = (),
+                 bucket_factor: int = 50, seed: int = 0):
+        super().__init__(sampler, batch_size, drop_last)
+        self.lengths, self.bucket_factor, self.seed = list(lengths), bucket_factor, seed
+        self._epoch = 0
+
+    def __iter__(self) -> Iterator[list[int]]:
+        rng = random.Random(self.seed * 1_000_003 + self._epoch)
+        self._epoch += 1
+        indices = list(self.sampler)
+        chunk = self.batch_size * max(1, self.bucket_factor)
+        batches = []
+        for start in range(0, len(indices), chunk):
+            bucket = sorted(indices[start:start + chunk], key=lambda i: self.lengths[i])
+            for first in range(0, len(bucket), self.batch_size):
+                batch = bucket[first:first + self.batch_size]
+                if len(batch) == self.batch_size or not self.drop_last:
+                    batches.append(batch)
+        rng.shuffle(batches)
+        yield from batches
+
+
+def _pad(rows: list[list[int]], value: int, left: bool = False) -> torch.Tensor:
+    width = max(len(r) for r in rows)
+    padded = [([value] * (width - len(r)) + r) if left else (r + [value] * (width - len(r))) for r in rows]
+    return torch.tensor(padded, dtype=torch.long)
+
+
+class TrainCollator:
+    """Right-padded ``input_ids``/``attention_mask``; ``labels`` are -100 except on the answer."""
+
+    def __init__(self, pad_id: int):
+        self.pad_id = pad_id
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, torch.Tensor]:
+        inputs = [i["prompt_ids"] + i["answer_ids"] for i in items]
+        labels = [[IGNORE_INDEX] * len(i["prompt_ids"]) + i["answer_ids"] for i in items]
+        input_ids = _pad(inputs, self.pad_id)
+        mask = _pad([[1] * len(r) for r in inputs], 0)
+        return {"input_ids": input_ids, "attention_mask": mask, "labels": _pad(labels, IGNORE_INDEX)}
+
+
+class EvalCollator(TrainCollator):
+    """The training fields (for a held-out loss) plus left-padded prompts for generation."""
+
+    def __call__(self, items: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = super().__call__(items)
+        prompts = [i["prompt_ids"] for i in items]
+        batch.update(prompt_ids=_pad(prompts, self.pad_id, left=True),
+                     prompt_mask=_pad([[1] * len(p) for p in prompts], 0, left=True),
+                     ids=[i["id"] for i in items], k=[i["k"] for i in items])
+        return batch

@@ -1,0 +1,141 @@
+"""From raw forecaster outputs to scores, baselines, prediction records and flat log keys.
+
+Shared by ``ForecastEvalCallback`` (during training) and ``eval.py`` (checkpoints, in-context
+backbones, baselines), so both report exactly the same figures. The scoring itself is
+``egohorizon.metrics.forecast.score_forecasts`` (SPEC §1); nothing here re-implements it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from egohorizon.metrics.parsing import parse_forecast_output
+from egohorizon.schema import ForecastPoint
+
+MODES = ("sequences", "in_prompt")
+
+
+def candidates_from_texts(texts: Sequence[str], mode: str = "sequences",
+                          num_candidates: int = 3) -> list[list[str]] | None:
+    """Candidates of one point from its raw outputs; None when nothing parsed (an invalid prediction).
+
+    ``sequences``: each output is one sampled answer; its first parsed trajectory is one candidate.
+    ``in_prompt``: one output that lists the candidates itself (in-context prompting).
+    """
+    if mode not in MODES:
+        raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+    if mode == "in_prompt":
+        parsed = parse_forecast_output(texts[0]) if texts else None
+        return parsed[:num_candidates] if parsed else None
+    candidates = []
+    for text in texts:
+        parsed = parse_forecast_output(text)
+        if parsed:
+            candidates.append(parsed[0])
+    return candidates[:num_candidates] or None
+
+
+def repeat_last_predictions(points: Sequence[ForecastPoint]) -> dict[str, list[list[str]] | None]:
+    """The repeat-last-K baseline as predictions (one candidate each; None when the context is empty)."""
+    from egohorizon.metrics.forecast import repeat_last_k
+
+    return {p.id: ([repeat_last_k(p)] if p.context else None) for p in points}
+
+
+@dataclass
+class Evaluation:
+    """A scored set of predictions: the SPEC §6 report, the repeat-last report, the flat metrics."""
+
+    report: dict[str, Any]
+    baselines: dict[str, Any]
+    metrics: dict[str, float]
+    candidates: dict[str, list[list[str]] | None] = field(default_factory=dict)
+
+
+def evaluate(points: Sequence[ForecastPoint], candidates: Mapping[str, list[list[str]] | None], embedder,
+             split: str, n_random_draws: int = 5, seed: int = 0, prefix: str = "forecast") -> Evaluation:
+    """Scores ``candidates`` and the repeat-last baseline on ``points``; the random baseline is the
+    report's ``S_rand`` (same seeded draws for both, so they share one chance level)."""
+    from egohorizon.metrics.forecast import score_forecasts
+
+    report = score_forecasts(points, candidates, embedder, n_random_draws=n_random_draws, seed=seed)
+    repeat = score_forecasts(points, repeat_last_predictions(points), embedder,
+                             n_random_draws=n_random_draws, seed=seed)
+    metrics = flat_metrics(report, split, prefix)
+    metrics.update(flat_metrics(repeat, split, "repeat_last", with_random=False))
+    return Evaluation(report=report, baselines={"repeat_last": _without_per_point(repeat)}, metrics=metrics,
+                      candidates=dict(candidates))
+
+
+def _without_per_point(report: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k != "per_point"}
+
+
+def group_suffix(group: Mapping[str, Any], several_sources: bool) -> str:
+    base = f"L{group['level']}_K{group['k']}"
+    return f"{group['source']}_{base}" if several_sources else base
+
+
+def flat_metrics(report: Mapping[str, Any], split: str, prefix: str, with_random: bool = True) -> dict[str, float]:
+    """``{split}/{prefix}_S_L3_K10``-style keys for every (source, level, K) group, plus overall.
+
+    Keys: ``_S`` (raw), ``_S_norm`` (0 = chance, 1 = perfect), ``_invalid_rate``, ``_n``, and with
+    ``with_random`` the random baseline ``{split}/random_S_...``. The source appears in the key only
+    when the report holds more than one source.
+    """
+    groups = report["groups"]
+    several = len({g["source"] for g in groups}) > 1
+    out: dict[str, float] = {}
+    rows = [("", report["overall"])] + [("_" + group_suffix(g, several), g) for g in groups]
+    for suffix, row in rows:
+        for name in ("S", "S_norm"):
+            if row.get(name) is not None:
+                out[f"{split}/{prefix}_{name}{suffix}"] = float(row[name])
+        out[f"{split}/{prefix}_invalid_rate{suffix}"] = row["invalid"] / row["n"] if row["n"] else 0.0
+        out[f"{split}/{prefix}_n{suffix}"] = float(row["n"])
+        if with_random and row.get("S_rand") is not None:
+            out[f"{split}/random_S{suffix}"] = float(row["S_rand"])
+    return out
+
+
+def prediction_records(points: Sequence[ForecastPoint], texts: Mapping[str, Sequence[str]],
+                       candidates: Mapping[str, list[list[str]] | None], model_id: str, prompt_name: str,
+                       prompt_version: str, seed: int | None) -> list[dict[str, Any]]:
+    """JSONL rows in the SPEC §6 prediction format, with the raw texts, model, prompt and seed.
+
+    A valid prediction carries ``candidates``; an invalid one carries only ``text`` (its first raw
+    output), so re-scoring the file with ``egohorizon score`` counts it invalid again.
+    """
+    rows = []
+    for point in points:
+        raw = list(texts.get(point.id, []))
+        row: dict[str, Any] = {"id": point.id}
+        if candidates.get(point.id):
+            row["candidates"] = candidates[point.id]
+        else:
+            row["text"] = raw[0] if raw else ""
+        row.update(raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed)
+        rows.append(row)
+    return rows
+
+
+def example_rows(points: Sequence[ForecastPoint], evaluation: Evaluation, n: int,
+                 context_tail: int = 3) -> tuple[list[str], list[list[Any]]]:
+    """``n`` examples spread evenly over the points (sorted by id): what the logger's table shows."""
+    columns = ["id", "level", "k", "context_tail", "targets", "candidates", "S", "repeat_last"]
+    if n <= 0 or not points:
+        return columns, []
+    ordered = sorted(points, key=lambda p: p.id)
+    step = max(1, len(ordered) // n)
+    per_point = {row["id"]: row for row in evaluation.report["per_point"]}
+    repeat = repeat_last_predictions(ordered)
+    rows = []
+    for point in ordered[::step][:n]:
+        tail = " | ".join(e["text"] for e in point.context[-context_tail:])
+        rows.append([point.id, point.level, point.k, tail, " | ".join(point.targets),
+                     " || ".join(" | ".join(c) for c in (evaluation.candidates.get(point.id) or [])) or "(invalid)",
+                     round(per_point[point.id]["S"], 4),
+                     " | ".join((repeat[point.id] or [[]])[0])])
+    return columns, rows

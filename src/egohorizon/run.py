@@ -1,0 +1,257 @@
+"""The one place that reads a Hydra DictConfig: build the pieces, fit, test, write the run's outputs.
+
+Small functions on purpose (``build_datamodule``, ``build_backbone``, ``build_model``,
+``build_callbacks``, ``build_loggers``, ``build_trainer``, ``fit``, ``test``, ``write_outputs``), so a
+strategy or a cluster plugin changes one of them. Everything else takes plain arguments.
+
+A run folder (``paths.run_dir``) holds: ``config.yaml`` (resolved), ``points/`` (the points and the
+day split used), ``checkpoints/`` (``*.ckpt`` with ``*.adapter/`` beside each), ``predictions/``,
+``reports/``, ``csv/`` and ``wandb/`` logs, ``wandb_id``, and ``metrics.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SUMMARY_LEVEL, SUMMARY_KS = 3, (1, 10)
+
+
+# -- setup ------------------------------------------------------------------------------------------
+
+def setup_run(cfg: DictConfig) -> Path:
+    """Seeds everything, creates the run folder and writes the resolved config there (rank zero)."""
+    import lightning as L
+    from lightning.pytorch.utilities import rank_zero_only
+
+    _quiet_libraries()
+    L.seed_everything(cfg.seed, workers=True)
+    run_dir = Path(cfg.paths.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if rank_zero_only.rank == 0:
+        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+    return run_dir
+
+
+def _quiet_libraries() -> None:
+    """transformers' per-call progress bars drown the training log on small models."""
+    import os
+
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+
+
+# -- building ---------------------------------------------------------------------------------------
+
+def build_datamodule(cfg: DictConfig):
+    from hydra.utils import instantiate
+
+    datamodule = instantiate(cfg.data, _convert_="all")
+    datamodule.prepare_points()
+    return datamodule
+
+
+def build_backbone(cfg: DictConfig, datamodule):
+    """The backbone, prepared (the tiny one trains its tokenizer on the training text), and its
+    tokenizer handed to the datamodule."""
+    from hydra.utils import instantiate
+
+    backbone = instantiate(cfg.backbone, _convert_="all")
+    backbone.prepare(corpus=datamodule.training_corpus)
+    datamodule.set_tokenizer(backbone.load_tokenizer())
+    return backbone
+
+
+def build_model(cfg: DictConfig, backbone, datamodule=None):
+    from hydra.utils import instantiate
+
+    model = instantiate(cfg.model, backbone=backbone, _convert_="all")
+    model.adapter_metadata = {"data": _data_settings(cfg), "seed": cfg.seed}
+    return model
+
+
+def _data_settings(cfg: DictConfig) -> dict[str, Any]:
+    keys = ("levels", "ks", "n_context", "prompt", "eval_prompt_candidates", "use_chat_template", "max_length")
+    return {k: OmegaConf.to_container(cfg.data, resolve=True).get(k) for k in keys}
+
+
+def build_callbacks(cfg: DictConfig) -> list:
+    from hydra.utils import instantiate
+
+    return [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c and "_target_" in c]
+
+
+def build_loggers(cfg: DictConfig, run_dir: Path) -> list:
+    """CSV, W&B, ... from the logger group. W&B is offline unless a project is set, and its run id is
+    kept in ``run_dir/wandb_id`` so a resumed run continues the same W&B run."""
+    from hydra.utils import instantiate
+
+    loggers = []
+    for name, conf in (cfg.get("logger") or {}).items():
+        if not conf or "_target_" not in conf:
+            continue
+        if conf._target_.endswith("WandbLogger"):
+            loggers.append(instantiate(conf, **_wandb_arguments(conf, run_dir)))
+        else:
+            loggers.append(instantiate(conf))
+    return loggers
+
+
+def _wandb_arguments(conf: DictConfig, run_dir: Path) -> dict[str, Any]:
+    id_file = run_dir / "wandb_id"
+    if id_file.is_file():
+        run_id = id_file.read_text().strip()
+    else:
+        import wandb
+
+        run_id = wandb.util.generate_id()
+        id_file.write_text(run_id + "\n")
+    offline = conf.get("offline")
+    return {"id": run_id, "resume": "allow", "project": conf.get("project") or "egohorizon",
+            "offline": (conf.get("project") is None) if offline is None else bool(offline)}
+
+
+def build_trainer(cfg: DictConfig, callbacks: list, loggers: list):
+    from hydra.utils import instantiate
+
+    strategy = instantiate(cfg.strategy) if cfg.get("strategy") else "auto"
+    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, strategy=strategy)
+
+
+def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> str | None:
+    """``auto``: the run folder's last.ckpt when it exists (a requeued job resumes), else fresh."""
+    value = cfg.get("ckpt_path")
+    if value in (None, "", "null", "none"):
+        return None
+    if value == "auto":
+        last = run_dir / "checkpoints" / "last.ckpt"
+        if last.exists():
+            log.info("resuming from %s", last)
+            return str(last)
+        return None
+    if not Path(value).exists():
+        raise ConfigError(f"ckpt_path: {value} does not exist")
+    return str(value)
+
+
+# -- running ----------------------------------------------------------------------------------------
+
+def fit(trainer, model, datamodule, ckpt_path: str | None) -> None:
+    trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path)
+
+
+def test(trainer, model, datamodule) -> None:
+    """Tests the best checkpoint when one was ranked, else the weights as they are after fit."""
+    checkpoint = getattr(trainer, "checkpoint_callback", None)
+    best = getattr(checkpoint, "best_model_path", "") if checkpoint else ""
+    if best and Path(best).exists():
+        log.info("testing the best checkpoint %s", best)
+        trainer.test(model, datamodule=datamodule, ckpt_path=best)
+    else:
+        log.info("no ranked checkpoint: testing the current weights")
+        trainer.test(model, datamodule=datamodule)
+
+
+def eval_callback(trainer):
+    from egohorizon.callbacks.forecast_eval import ForecastEvalCallback
+
+    for callback in trainer.callbacks:
+        if isinstance(callback, ForecastEvalCallback):
+            return callback
+    return None
+
+
+def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, Any]:
+    """``metrics.json``: the evaluation callback's metrics per split, the summary rows, what ran."""
+    callback = eval_callback(trainer)
+    split_metrics = dict(callback.metrics) if callback else {}
+    checkpoint = getattr(trainer, "checkpoint_callback", None)
+    prompt = model.prompt
+    out = {
+        "run_dir": str(run_dir),
+        "model_id": model.backbone.model_id,
+        "prompt": {"name": prompt.name, "version": prompt.version},
+        "seed": cfg.seed,
+        "global_step": trainer.global_step,
+        "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
+        "last_checkpoint": str(run_dir / "checkpoints" / "last.ckpt")
+        if (run_dir / "checkpoints" / "last.ckpt").exists() else None,
+        "metrics": split_metrics,
+        "summary": summary_rows(split_metrics.get("test", {}), "test"),
+    }
+    if trainer.is_global_zero:
+        (run_dir / "metrics.json").write_text(json.dumps(out, indent=2))
+    return out
+
+
+def summary_rows(metrics: dict[str, float], split: str, level: int = SUMMARY_LEVEL,
+                 ks: tuple[int, ...] = SUMMARY_KS) -> list[dict[str, Any]]:
+    """Model vs repeat-last vs random at one level for each K: S and S_norm (random's S_norm is 0)."""
+    rows = []
+    for k in ks:
+        suffix = f"L{level}_K{k}"
+        if f"{split}/forecast_S_{suffix}" not in metrics:
+            continue
+        rows.append({
+            "level": level, "k": k, "n": int(metrics[f"{split}/forecast_n_{suffix}"]),
+            "model_S": metrics[f"{split}/forecast_S_{suffix}"],
+            "model_S_norm": metrics.get(f"{split}/forecast_S_norm_{suffix}"),
+            "model_invalid_rate": metrics[f"{split}/forecast_invalid_rate_{suffix}"],
+            "repeat_last_S": metrics.get(f"{split}/repeat_last_S_{suffix}"),
+            "repeat_last_S_norm": metrics.get(f"{split}/repeat_last_S_norm_{suffix}"),
+            "random_S": metrics.get(f"{split}/random_S_{suffix}"),
+            "random_S_norm": 0.0,
+        })
+    return rows
+
+
+def format_summary(rows: list[dict[str, Any]]) -> str:
+    """The table `make demo` ends with."""
+    if not rows:
+        return "(no test scores at the summary level)"
+
+    def num(value: float | None) -> str:
+        return "   n/a" if value is None else f"{value:6.3f}"
+
+    level = rows[0]["level"]
+    lines = [f"Held-out test days, level {level}: normalised score S_norm (raw S in brackets)",
+             f"{'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}"]
+    for r in rows:
+        lines.append(
+            f"{r['k']:>3} {r['n']:>5}  {num(r['model_S_norm'])} ({num(r['model_S'])}) "
+            f"inv {r['model_invalid_rate']:4.0%}  {num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
+            f"{num(r['random_S_norm'])} ({num(r['random_S'])})")
+    return "\n".join(lines)
+
+
+def train(cfg: DictConfig) -> dict[str, Any]:
+    """``python train.py``: fit on the training days, then test on the held-out test days."""
+    run_dir = setup_run(cfg)
+    datamodule = build_datamodule(cfg)
+    backbone = build_backbone(cfg, datamodule)
+    model = build_model(cfg, backbone, datamodule)
+    trainer = build_trainer(cfg, build_callbacks(cfg), build_loggers(cfg, run_dir))
+    _log_hyperparameters(trainer, cfg, model)
+    fit(trainer, model, datamodule, resolve_ckpt_path(cfg, run_dir))
+    if cfg.get("test_after_fit", True):
+        test(trainer, model, datamodule)
+    return write_outputs(cfg, trainer, model, run_dir)
+
+
+def _log_hyperparameters(trainer, cfg: DictConfig, model) -> None:
+    """The resolved config and the prompt (name, version, template) go to every logger."""
+    params = OmegaConf.to_container(cfg, resolve=True)
+    params["prompt_template"] = model.prompt.to_dict()
+    params["model_id"] = model.backbone.model_id
+    for logger in trainer.loggers:
+        logger.log_hyperparams(params)

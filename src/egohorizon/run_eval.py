@@ -1,0 +1,209 @@
+"""``python eval.py``: evaluate a trained adapter, an untrained backbone prompted in context, and the
+repeat-last and random baselines on held-out points; and the context-scaling and per-level studies.
+
+Like ``egohorizon.run`` this reads the Hydra config; the scoring is the same code the training
+callback uses (``egohorizon.callbacks.forecast_scoring``), so the numbers mean the same thing.
+
+- ``ckpt`` set (an ``*.adapter`` folder, a ``*.ckpt`` with its adapter beside it, or a run folder):
+  the adapter is loaded onto its base model (from the adapter's ``egohorizon_adapter.json`` unless
+  ``base_path`` is given) and prompted with the prompt file saved beside it.
+- ``ckpt`` unset and ``model`` among the predictors: the backbone of the config, frozen, prompted in
+  context to return ``num_candidates`` trajectories in one answer.
+- ``points``: a points JSONL file to evaluate instead of the data config's held-out split.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from egohorizon.errors import ConfigError
+from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
+
+log = logging.getLogger(__name__)
+
+PREDICTORS = ("model", "repeat_last", "random")
+
+
+# -- points -----------------------------------------------------------------------------------------
+
+def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
+    """The data config's datamodule with its points built or loaded, and the evaluated split placed in
+    its test slot (``trainer.test`` runs it); ``points=FILE`` replaces the split by that file."""
+    from hydra.utils import instantiate
+
+    # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
+    data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
+    datamodule = instantiate(cfg.data, _convert_="all", **data_overrides)
+    if cfg.get("points"):
+        points = load_jsonl(cfg.points, ForecastPoint)
+        if not points:
+            raise ConfigError(f"points: {cfg.points} holds no forecast points")
+        log.warning("points=%s: evaluated as given; the leakage guard needs the events and the day split "
+                    "(use data=forecast_points with data.events to have them re-checked)", cfg.points)
+        datamodule.points = {"train": [], "val": [], "test": points}
+    else:
+        points = datamodule.prepare_points()
+        datamodule.points = {**points, "test": points[cfg.split]}
+    return datamodule
+
+
+# -- the model predictor ----------------------------------------------------------------------------
+
+def resolve_adapter(ckpt: str) -> Path:
+    """An adapter folder from ``ckpt``: the folder itself, the ``.adapter`` beside a ``.ckpt``, or the
+    best (else last) adapter of a run folder."""
+    path = Path(ckpt)
+    if path.suffix == ".ckpt":
+        path = path.with_name(path.stem + ".adapter")
+    elif (path / "checkpoints").is_dir():
+        metrics = path / "metrics.json"
+        best = json.loads(metrics.read_text()).get("best_checkpoint") if metrics.is_file() else None
+        path = Path(best).with_name(Path(best).stem + ".adapter") if best else path / "checkpoints" / "last.adapter"
+    if not (path / "adapter_config.json").is_file():
+        raise ConfigError(f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
+                          "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder")
+    return path
+
+
+def build_eval_model(cfg: DictConfig, datamodule):
+    """(ForecastModule, backbone) for the ``model`` predictor; sets the datamodule's tokenizer/prompt."""
+    from hydra.utils import instantiate
+
+    from egohorizon.backbones import HFBackbone
+
+    if cfg.get("ckpt"):
+        adapter = resolve_adapter(cfg.ckpt)
+        meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
+        backbone = HFBackbone(path=cfg.get("base_path") or meta["base_path"])
+        prompt_file = adapter / f"{meta['prompt']['name']}.txt"
+        datamodule.prompt_name = str(prompt_file) if prompt_file.is_file() else datamodule.prompt_name
+        _warn_on_data_mismatch(meta.get("data", {}), datamodule)
+        model = instantiate(cfg.model, backbone=backbone, adapter=str(adapter), lora=None,
+                            prompt=datamodule.prompt_name, _convert_="all")
+    else:
+        backbone = instantiate(cfg.backbone, _convert_="all")
+        backbone.prepare(corpus=datamodule.training_corpus)
+        # In context: one answer that lists every candidate, as the prompt asks.
+        generation = {**OmegaConf.to_container(cfg.model.generation, resolve=True), "mode": "in_prompt"}
+        datamodule.eval_prompt_candidates = generation["num_candidates"]
+        model = instantiate(cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation,
+                            _convert_="all")
+    datamodule.set_tokenizer(backbone.load_tokenizer())
+    return model
+
+
+def _warn_on_data_mismatch(trained: dict[str, Any], datamodule) -> None:
+    for key, now in (("n_context", datamodule.n_context), ("max_length", datamodule.max_length)):
+        if key in trained and trained[key] != now:
+            log.warning("the adapter was trained with data.%s=%s; evaluating with %s", key, trained[key], now)
+
+
+def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
+    """Generates and scores through Lightning's test loop and ``ForecastEvalCallback``."""
+    from hydra.utils import instantiate
+
+    from egohorizon.callbacks.forecast_eval import ForecastEvalCallback
+
+    callback = ForecastEvalCallback(embedder=cfg.embedder, n_random_draws=cfg.n_random_draws, seed=cfg.seed,
+                                    n_examples=cfg.get("n_examples", 8), output_dir=str(out_dir))
+    trainer = instantiate(cfg.trainer, callbacks=[callback], logger=False, enable_checkpointing=False,
+                          strategy=instantiate(cfg.strategy) if cfg.get("strategy") else "auto")
+    trainer.test(model, datamodule=datamodule, verbose=False)
+    return callback.results.get("test")
+
+
+# -- putting predictors together --------------------------------------------------------------------
+
+def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split: str) -> dict[str, Any]:
+    """Scores the configured predictors on the datamodule's test slot; returns the report dict."""
+    from egohorizon.callbacks.forecast_scoring import evaluate, flat_metrics, repeat_last_predictions
+    from egohorizon.metrics.embedders import get_embedder
+
+    predictors = list(cfg.predictors)
+    unknown = set(predictors) - set(PREDICTORS)
+    if unknown:
+        raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
+    points = datamodule.points["test"]
+    if "model" in predictors:
+        evaluation = model_evaluation(cfg, model, datamodule, out_dir)
+        metrics = {k.replace("test/", f"{split}/", 1): v for k, v in evaluation.metrics.items()}
+        report = {"model": evaluation.report, **evaluation.baselines}
+    else:
+        baseline = evaluate(points, repeat_last_predictions(points), get_embedder(cfg.embedder), split,
+                            cfg.n_random_draws, cfg.seed, prefix="repeat_last")
+        metrics = flat_metrics(baseline.report, split, "repeat_last")
+        report = {"repeat_last": baseline.report}
+        write_jsonl(out_dir / "predictions" / "repeat_last.jsonl",
+                    [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c])
+    if "repeat_last" not in predictors:
+        report.pop("repeat_last", None)
+        metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
+    if "random" not in predictors:
+        metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
+    return {"split": split, "n_points": len(points), "predictors": predictors, "metrics": metrics,
+            "reports": report, "rows": group_rows(metrics, split)}
+
+
+def group_rows(metrics: dict[str, float], split: str) -> list[dict[str, Any]]:
+    """One row per (source,) level and K found in the flat metrics, every predictor side by side."""
+    rows: dict[str, dict[str, Any]] = {}
+    for key, value in metrics.items():
+        name = key.split("/", 1)[1]
+        for prefix in ("forecast", "repeat_last", "random"):
+            if not name.startswith(prefix + "_"):
+                continue
+            rest = name[len(prefix) + 1:]
+            for stat in ("S_norm", "invalid_rate", "S", "n"):
+                if rest.startswith(stat + "_") and "_L" in rest:
+                    group = rest[len(stat) + 1:]
+                    row = rows.setdefault(group, {"group": group, **_parse_group(group)})
+                    row[f"{prefix}_{stat}"] = value
+                    break
+            break
+    return sorted(rows.values(), key=lambda r: (r["source"], r["level"], r["k"]))
+
+
+def _parse_group(group: str) -> dict[str, Any]:
+    head, _, k = group.rpartition("_K")
+    source, _, level = head.rpartition("L")
+    return {"source": source.rstrip("_"), "level": int(level), "k": int(k)}
+
+
+def format_rows(rows: list[dict[str, Any]]) -> str:
+    def num(value: Any) -> str:
+        return "   n/a" if value is None else f"{value:6.3f}"
+
+    lines = [f"{'group':>18} {'n':>5} | {'model S_norm (S)':>17} {'inv':>5} | {'repeat-last S_norm (S)':>22} | "
+             f"{'random S':>8}"]
+    for r in rows:
+        n = r.get("forecast_n", r.get("repeat_last_n", 0))
+        inv = r.get("forecast_invalid_rate")
+        lines.append(f"{r['group']:>18} {int(n):>5} | {num(r.get('forecast_S_norm'))} ({num(r.get('forecast_S'))}) "
+                     f"{'' if inv is None else f'{inv:5.0%}':>5} | {num(r.get('repeat_last_S_norm'))} "
+                     f"({num(r.get('repeat_last_S'))})        | {num(r.get('random_S'))}")
+    return "\n".join(lines)
+
+
+# -- entry ------------------------------------------------------------------------------------------
+
+def evaluate_run(cfg: DictConfig) -> dict[str, Any]:
+    from egohorizon.run import setup_run
+
+    run_dir = setup_run(cfg)
+    if cfg.get("sweep"):
+        from egohorizon.run_sweeps import run_sweep
+
+        return run_sweep(cfg, run_dir)
+    datamodule = build_eval_datamodule(cfg)
+    model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
+    result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
+    result.update(model_id=model.backbone.model_id if model else None, ckpt=cfg.get("ckpt"),
+                  points=cfg.get("points"), seed=cfg.seed, run_dir=str(run_dir))
+    (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
+    (run_dir / "metrics.json").write_text(json.dumps(result["metrics"], indent=2))
+    return result

@@ -1,0 +1,127 @@
+"""ForecastDataModule: points from events, loss on the answer only, padding, bucketing, truncation."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from forecast_toy_world import write_toy_events
+from torch.utils.data import SequentialSampler
+
+from datamodules.forecast import IGNORE_INDEX, BucketBatchSampler, ForecastDataModule
+from egohorizon.backbones.tokenizer import train_bpe_tokenizer
+from egohorizon.data.leakage import LeakageError
+from egohorizon.errors import ConfigError
+from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
+
+
+@pytest.fixture(scope="module")
+def events_file(tmp_path_factory):
+    return write_toy_events(tmp_path_factory.mktemp("toy"))
+
+
+def _datamodule(events_file, tmp_path=None, **kwargs) -> ForecastDataModule:
+    args = dict(events=str(events_file), levels=[3], ks=[1, 10], n_context=5, max_eval_points=10,
+                batch_size=4, eval_batch_size=4, max_length=2048)
+    if tmp_path is not None:
+        args["save_points_to"] = str(tmp_path / "points")
+    return ForecastDataModule(**{**args, **kwargs})
+
+
+@pytest.fixture(scope="module")
+def prepared(events_file):
+    datamodule = _datamodule(events_file)
+    datamodule.set_tokenizer(train_bpe_tokenizer(datamodule.training_corpus(), vocab_size=400))
+    datamodule.setup("fit")
+    datamodule.setup("test")
+    return datamodule
+
+
+def test_points_are_built_split_by_day_and_saved(events_file, tmp_path):
+    datamodule = _datamodule(events_file, tmp_path)
+    points = datamodule.prepare_points()
+    assert points["train"] and points["val"] and points["test"]
+    assert {p.k for p in points["train"]} == {1, 10} and {p.level for p in points["train"]} == {3}
+    days = {name: {(p.participant, p.day) for p in ps} for name, ps in points.items()}
+    assert not days["train"] & days["test"] and not days["val"] & days["test"]
+    by_k = {k: sum(p.k == k for p in points["test"]) for k in (1, 10)}
+    assert max(by_k.values()) <= 10  # max_eval_points caps each (split, level, K) group
+    saved = load_jsonl(tmp_path / "points" / "points_test.jsonl", ForecastPoint)
+    assert [p.id for p in saved] == [p.id for p in points["test"]]
+    assert json.loads((tmp_path / "points" / "splits.json").read_text())["participants"]
+
+
+def test_training_labels_cover_exactly_the_answer_and_eos(prepared):
+    batch = next(iter(prepared.train_dataloader()))
+    tokenizer = prepared.tokenizer
+    for row in range(batch["input_ids"].shape[0]):
+        labels, ids, mask = batch["labels"][row], batch["input_ids"][row], batch["attention_mask"][row]
+        answer = ids[labels != IGNORE_INDEX]
+        assert answer[-1] == tokenizer.eos_token_id
+        assert json.loads(tokenizer.decode(answer[:-1]))["candidates"][0]  # one trajectory of targets
+        first = int((labels != IGNORE_INDEX).nonzero()[0])
+        assert tokenizer.decode(ids[:first][mask[:first].bool()]).rstrip().endswith("activity descriptions.")
+        # right padding: masked positions are padding and never in the loss
+        assert torch.all(labels[mask == 0] == IGNORE_INDEX) and torch.all(ids[mask == 0] == tokenizer.pad_token_id)
+
+
+def test_eval_batches_left_pad_prompts_and_keep_ids(prepared):
+    batches = list(prepared.test_dataloader())
+    ids = [pid for b in batches for pid in b["ids"]]
+    assert sorted(ids) == sorted(p.id for p in prepared.points["test"])
+    batch = batches[0]
+    assert torch.all(batch["prompt_mask"][:, -1] == 1)  # left padding: every prompt ends at the right edge
+    item = next(i for i in prepared._datasets["test"].items if i["id"] == batch["ids"][0])
+    width = batch["prompt_ids"].shape[1]
+    assert batch["prompt_ids"][0, width - len(item["prompt_ids"]):].tolist() == item["prompt_ids"]
+    ks = [k for b in batches for k in b["k"]]
+    assert ks == sorted(ks)  # same K together: a batch's generation budget depends on its K
+
+
+def test_long_prompts_lose_their_oldest_context_first(events_file):
+    datamodule = _datamodule(events_file, max_length=10_000, n_context=8)
+    datamodule.set_tokenizer(train_bpe_tokenizer(datamodule.training_corpus(), vocab_size=400))
+    point = datamodule.prepare_points()["test"][0]
+    full = datamodule.encode_point(point)
+    datamodule.max_length = len(full["prompt_ids"]) + len(full["answer_ids"]) - 1
+    cut = datamodule.encode_point(point)
+    assert full["context_kept"] == len(point.context) and 0 < cut["context_kept"] < len(point.context)
+    text = datamodule.tokenizer.decode(cut["prompt_ids"])
+    assert point.context[-1]["text"] in text
+    datamodule.max_length = 5
+    with pytest.raises(ConfigError, match="even without context"):
+        datamodule.encode_point(point)
+
+
+def test_bucket_sampler_yields_every_index_once_in_similar_lengths():
+    lengths = [5, 50, 6, 51, 7, 52, 8, 53, 9]
+    sampler = BucketBatchSampler(SequentialSampler(range(len(lengths))), batch_size=2, drop_last=False,
+                                 lengths=lengths, bucket_factor=10, seed=3)
+    batches = list(sampler)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
+    assert all(max(lengths[i] for i in b) - min(lengths[i] for i in b) <= 41 for b in batches)
+    assert sum(1 for b in batches if {lengths[i] < 20 for i in b} == {True, False}) <= 1
+    assert list(sampler) != batches or len(batches) < 3  # a new order each epoch
+
+
+def test_points_dir_is_rechecked_by_the_leakage_guard(events_file, tmp_path):
+    source = _datamodule(events_file, tmp_path)
+    points = source.prepare_points()
+    loaded = ForecastDataModule(points_dir=str(tmp_path / "points"), events=str(events_file), levels=[3], ks=[1])
+    assert [p.id for p in loaded.prepare_points()["test"]] == [p.id for p in points["test"] if p.k == 1]
+    # A held-out point slipped into the training file: its targets lie on test days.
+    folder = tmp_path / "leaky"
+    write_jsonl(folder / "points_train.jsonl", points["train"][:3] + points["test"][:1])
+    source.split.save(folder / "splits.json")
+    with pytest.raises(LeakageError, match=points["test"][0].id.replace("/", ".")):
+        ForecastDataModule(points_dir=str(folder), events=str(events_file), levels=[3], ks=[1, 10]).prepare_points()
+
+
+def test_configuration_mistakes_are_named(events_file, tmp_path):
+    with pytest.raises(ConfigError, match="not a folder"):
+        ForecastDataModule(points_dir=str(tmp_path / "nowhere")).prepare_points()
+    with pytest.raises(ConfigError, match="does not exist"):
+        ForecastDataModule(events=str(tmp_path / "missing.jsonl")).prepare_points()
+    with pytest.raises(ConfigError, match="set_tokenizer"):
+        _datamodule(events_file).setup("fit")

@@ -1,0 +1,94 @@
+"""From raw outputs to candidates, scores, log keys, prediction records and summary tables
+(hand-computed with the ``exact`` embedder: a candidate action scores 1 when its text matches)."""
+
+from __future__ import annotations
+
+import pytest
+
+from egohorizon.callbacks.forecast_scoring import (
+    candidates_from_texts,
+    evaluate,
+    example_rows,
+    flat_metrics,
+    prediction_records,
+)
+from egohorizon.metrics.embedders import get_embedder
+from egohorizon.run import format_summary, summary_rows
+from egohorizon.run_eval import format_rows, group_rows
+from egohorizon.schema import ForecastPoint, ForecastPrediction
+
+
+def _point(pid: str, context: list[str], targets: list[str], source: str = "toy") -> ForecastPoint:
+    events = [{"id": f"{pid}-{i}", "start": 10.0 * i, "end": 10.0 * i + 5, "text": t} for i, t in enumerate(context)]
+    t0 = 10.0 * len(context)
+    return ForecastPoint(id=pid, source=source, participant="p1", level=3, k=len(targets), t0=t0, context=events,
+                         targets=targets, windows=[[t0 + i, t0 + i + 1] for i in range(len(targets))])
+
+
+def test_candidates_from_sampled_sequences_and_from_one_in_context_answer():
+    texts = ['{"candidates": [["make coffee"]]}', "not json at all", 'x {"candidates": [["read", "sleep"]]}']
+    assert candidates_from_texts(texts, "sequences", 3) == [["make coffee"], ["read", "sleep"]]
+    assert candidates_from_texts(["???", ""], "sequences", 3) is None
+    many = '{"candidates": [["a"], ["b"], ["c"], ["d"]]}'
+    assert candidates_from_texts([many], "in_prompt", 3) == [["a"], ["b"], ["c"]]
+    assert candidates_from_texts([], "in_prompt", 3) is None
+    with pytest.raises(ValueError, match="mode"):
+        candidates_from_texts(texts, "beam", 3)
+
+
+def test_evaluate_scores_model_repeat_last_and_random_by_hand():
+    # p1: the model's second sample is right, repeat-last ("brew tea") is wrong.
+    # p2: the model's outputs are all invalid, repeat-last ("wash up") is right.
+    points = [_point("p1", ["wake up", "brew tea"], ["make coffee"]),
+              _point("p2", ["eat", "wash up"], ["wash up"])]
+    candidates = {"p1": candidates_from_texts(['{"candidates": [["drink water"]]}',
+                                               '{"candidates": [["make coffee"]]}']),
+                  "p2": candidates_from_texts(["garbage"])}
+    result = evaluate(points, candidates, get_embedder("exact"), "test", n_random_draws=3, seed=0)
+    m = result.metrics
+    # The random pool holds the other point's target only, which never matches: S_rand = 0.
+    assert m["test/random_S_L3_K1"] == 0.0
+    assert m["test/forecast_S_L3_K1"] == pytest.approx(0.5) and m["test/forecast_S_norm_L3_K1"] == pytest.approx(0.5)
+    assert m["test/forecast_invalid_rate_L3_K1"] == 0.5 and m["test/forecast_n_L3_K1"] == 2
+    assert m["test/repeat_last_S_L3_K1"] == pytest.approx(0.5)
+    assert m["test/repeat_last_invalid_rate_L3_K1"] == 0.0
+    assert m["test/forecast_S"] == pytest.approx(0.5)  # overall
+    per_point = {row["id"]: row for row in result.report["per_point"]}
+    assert per_point["p1"]["best"] == 1 and per_point["p2"]["invalid"]
+    columns, rows = example_rows(points, result, n=5)
+    assert [r[0] for r in rows] == ["p1", "p2"] and rows[1][columns.index("candidates")] == "(invalid)"
+
+
+def test_flat_metrics_name_the_source_only_when_there_are_several():
+    points = [_point("a", ["x"], ["y"], source="demo"), _point("b", ["y"], ["x"], source="epic")]
+    report = evaluate(points, {"a": [["y"]], "b": [["y"]]}, get_embedder("exact"), "val").report
+    keys = flat_metrics(report, "val", "forecast")
+    assert keys["val/forecast_S_demo_L3_K1"] == 1.0 and keys["val/forecast_S_epic_L3_K1"] == 0.0
+    rows = group_rows(keys, "val")
+    assert [(r["source"], r["level"], r["k"]) for r in rows] == [("demo", 3, 1), ("epic", 3, 1)]
+
+
+def test_prediction_records_keep_raw_text_and_stay_rescorable():
+    points = [_point("p1", ["a"], ["b"]), _point("p2", ["a"], ["b"])]
+    texts = {"p1": ['{"candidates": [["b"]]}'], "p2": ["nonsense", "more nonsense"]}
+    candidates = {pid: candidates_from_texts(t) for pid, t in texts.items()}
+    rows = prediction_records(points, texts, candidates, "tiny@x", "forecast", "1", 7)
+    assert rows[0]["candidates"] == [["b"]] and "text" not in rows[0]
+    assert rows[1]["text"] == "nonsense" and "candidates" not in rows[1]  # re-parsed: invalid again
+    assert rows[1]["raw_texts"] == texts["p2"]
+    assert {(r["model"], r["prompt"], r["prompt_version"], r["seed"]) for r in rows} == {("tiny@x", "forecast", "1", 7)}
+    for row in rows:
+        record, problems = ForecastPrediction.from_dict(row)
+        assert record is not None and not problems
+
+
+def test_summary_table_puts_model_next_to_the_baselines():
+    metrics = {"test/forecast_S_L3_K1": 0.6, "test/forecast_S_norm_L3_K1": 0.5, "test/forecast_n_L3_K1": 10.0,
+               "test/forecast_invalid_rate_L3_K1": 0.1, "test/repeat_last_S_L3_K1": 0.4,
+               "test/repeat_last_S_norm_L3_K1": 0.25, "test/random_S_L3_K1": 0.2}
+    rows = summary_rows(metrics, "test")
+    assert rows == [{"level": 3, "k": 1, "n": 10, "model_S": 0.6, "model_S_norm": 0.5, "model_invalid_rate": 0.1,
+                     "repeat_last_S": 0.4, "repeat_last_S_norm": 0.25, "random_S": 0.2, "random_S_norm": 0.0}]
+    text = format_summary(rows)
+    assert "0.500 ( 0.600)" in text and "0.250 ( 0.400)" in text and "0.000 ( 0.200)" in text
+    assert "L3_K1" in format_rows(group_rows(metrics, "test"))

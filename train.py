@@ -1,0 +1,33 @@
+"""Train a forecaster and evaluate it on held-out days: ``python train.py experiment=forecast_l3``.
+
+A thin Hydra entry point; everything happens in ``egohorizon.run.train``. See conf/train.yaml.
+"""
+
+import os
+
+# Idle OpenMP threads wait passively instead of spinning: on a CPU shared with other jobs, spinning
+# threads slowed a training step ~10x in our measurements (docs/forecasting.md). Must precede torch.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import hydra  # noqa: E402
+from omegaconf import DictConfig  # noqa: E402
+
+
+@hydra.main(version_base="1.3", config_path="conf", config_name="train")
+def main(cfg: DictConfig) -> float | None:
+    from egohorizon.errors import EgohorizonError
+    from egohorizon.run import format_summary, train
+
+    try:
+        result = train(cfg)
+    except EgohorizonError as error:  # a problem the user can fix: say what, without a traceback
+        raise SystemExit(f"error: {error}") from None
+    print(format_summary(result["summary"]))
+    print(f"run folder: {result['run_dir']}")
+    # The value a Hydra sweeper optimises: the held-out normalised score at the summary level, K = 1.
+    rows = result["summary"]
+    return rows[0]["model_S_norm"] if rows else None
+
+
+if __name__ == "__main__":
+    main()
