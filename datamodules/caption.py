@@ -48,7 +48,7 @@ class CaptionInputs:
     def pick(self, count: int) -> list[int]:
         if self.frames_per_window is None or count <= self.frames_per_window:
             return list(range(count))
-        return sorted({int(round(i)) for i in np.linspace(0, count - 1, self.frames_per_window)})
+        return sorted(set(np.rint(np.linspace(0, count - 1, self.frames_per_window)).astype(int).tolist()))
 
     def __call__(self, window) -> dict[str, Any]:
         meta = window.meta
@@ -59,7 +59,7 @@ class CaptionInputs:
         gaze = np.array([f["gaze"] if f["gaze"] else (np.nan, np.nan) for f in infos], dtype=np.float32)
         sizes = np.array([[im.shape[1], im.shape[0]] for im in frames], dtype=np.float32)
         out = {
-            "frames": [torch.from_numpy(np.ascontiguousarray(im.transpose(2, 0, 1))) for im in frames],
+            "frames": frames,  # HWC uint8 arrays; collate_windows copies each once, into the batch
             "times": torch.tensor([f["t"] - meta["start"] for f in infos], dtype=torch.float32),
             "gaze": torch.from_numpy(gaze),
             "gaze_norm": torch.from_numpy((gaze + 0.5) / sizes),
@@ -70,23 +70,33 @@ class CaptionInputs:
             **{k: meta[k] for k in ("key", "participant", "day", "session", "start", "end")},
         }
         if self.crops:
-            crops = [window.crops[i] for i in chosen]
-            out["crops"] = [None if c is None else torch.from_numpy(np.ascontiguousarray(c.transpose(2, 0, 1)))
-                            for c in crops]
+            out["crops"] = [window.crops[i] for i in chosen]
         return out
 
 
-def _pad_images(images_per_sample: list[list[torch.Tensor | None]], length: int) -> torch.Tensor:
+def _zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A zero tensor; in a DataLoader worker it is made in shared memory directly, as torch's
+    default_collate does, so the batch is not copied again on its way to the main process
+    (fresh shared-memory pages are zero already)."""
+    if torch.utils.data.get_worker_info() is None:
+        return torch.zeros(shape, dtype=dtype)
+    numel = math.prod(shape)
+    storage = torch.UntypedStorage._new_shared(numel * torch.empty(0, dtype=dtype).element_size())
+    return torch.empty(0, dtype=dtype).set_(storage).view(shape)
+
+
+def _pad_images(images_per_sample: list[list[np.ndarray | None]], length: int) -> torch.Tensor:
+    """[B, T, 3, H, W] uint8, zero-padded; stored channels-last so each HWC image is one plain copy
+    (the tensor is a channel-first view of that memory)."""
     shapes = [im.shape for ims in images_per_sample for im in ims if im is not None]
-    channels = shapes[0][0] if shapes else 3
-    height = max((s[1] for s in shapes), default=1)
-    width = max((s[2] for s in shapes), default=1)
-    out = torch.zeros(len(images_per_sample), length, channels, height, width, dtype=torch.uint8)
+    height = max((s[0] for s in shapes), default=1)
+    width = max((s[1] for s in shapes), default=1)
+    out = _zeros((len(images_per_sample), length, height, width, 3), torch.uint8)
     for b, ims in enumerate(images_per_sample):
         for t, im in enumerate(ims):
             if im is not None:
-                out[b, t, :, :im.shape[1], :im.shape[2]] = im
-    return out
+                out[b, t, :im.shape[0], :im.shape[1]] = torch.from_numpy(im)
+    return out.permute(0, 1, 4, 2, 3)
 
 
 def collate_windows(samples: list[dict[str, Any]]) -> dict[str, Any]:
@@ -154,8 +164,8 @@ class CaptionDataModule(L.LightningDataModule):
         self.shards, self.demo_dir, self.demo_shards_dir = shards, demo_dir, demo_shards_dir
         self.demo_days, self.demo_window_stride = demo_days, demo_window_stride
         self.split_file = split_file
-        self.split_args = dict(val_frac=val_frac, test_frac=test_frac, seed=seed, strategy=split_strategy,
-                               min_history_days=min_history_days)
+        self.split_args = {"val_frac": val_frac, "test_frac": test_frac, "seed": seed, "strategy": split_strategy,
+                           "min_history_days": min_history_days}
         self.long_side, self.crop_size = long_side, crop_size
         self.inputs = CaptionInputs(frames_per_window, crops)
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size

@@ -10,14 +10,22 @@ import pytest
 
 pytest.importorskip("projectaria_tools")
 
-from projectaria_tools.core import calibration, data_provider, mps  # noqa: E402
-from projectaria_tools.core.mps.utils import get_gaze_vector_reprojection  # noqa: E402
+from projectaria_tools.core import calibration, data_provider, mps
+from projectaria_tools.core.mps.utils import get_gaze_vector_reprojection
 
-from egohorizon.data.aria import (GazeProjector, find_gaze_csv, gaze_confidence, ingest_aria,  # noqa: E402
-                                  match_nearest, read_gaze, read_speech, rotate_point_cw90,
-                                  sample_frame_indices)
-from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, IngestedRecording  # noqa: E402
-from egohorizon.errors import DataError  # noqa: E402
+from egohorizon.data.aria import (
+    GazeProjector,
+    find_gaze_csv,
+    gaze_confidence,
+    ingest_aria,
+    match_nearest,
+    read_gaze,
+    read_speech,
+    rotate_point_cw90,
+    sample_frame_indices,
+)
+from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, IngestedRecording
+from egohorizon.errors import DataError
 
 GEN1 = "projectaria-tools-testdata/data/gen1"
 GEN2 = "projectaria-tools-testdata/data/gen2"
@@ -251,3 +259,15 @@ def test_aria_ingest_to_shards_to_stream(ingested, tmp_path):
         assert [w["text"] for w in window.meta["words"]] == expected.get(i, [])
         assert all(window.meta["start"] <= w["start"] < window.meta["end"] for w in window.meta["words"])
     assert json.loads((tmp_path / "shards/index.json").read_text())["totals"]["words"] == 13
+
+
+def test_cli_ingest_aria_finds_mps_and_speech(aea, tmp_path, capsys):
+    from egohorizon.cli import main
+
+    folder, _, _ = aea
+    assert main(["ingest", "aria", str(folder / "recording.vrs"), "--participant", "aea1", "--rate", "0",
+                 "--out", str(tmp_path / "rec")]) == 0
+    assert '"frames": 8' in capsys.readouterr().out
+    rec = IngestedRecording.load(tmp_path / "rec")
+    assert rec.meta["gaze_file"].endswith("general_eye_gaze.csv") and rec.meta["words"] == 13
+    assert rec.meta["gaze_status_counts"]["ok"] == 8

@@ -8,8 +8,15 @@ import shutil
 import numpy as np
 import pytest
 
-from egohorizon.pipelines.deid import (Deidentifier, FaceDetector, luhn_valid, make_deidentifier,
-                                       parse_tesseract_tsv, sensitive_boxes, sensitive_spans)
+from egohorizon.pipelines.deid import (
+    Deidentifier,
+    FaceDetector,
+    luhn_valid,
+    make_deidentifier,
+    parse_tesseract_tsv,
+    sensitive_boxes,
+    sensitive_spans,
+)
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
                                      reason="tesseract not installed (apt-get install tesseract-ocr)")

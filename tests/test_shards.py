@@ -14,11 +14,19 @@ from egohorizon.data.ingested import Word
 from egohorizon.data.shards.encode import decode_window
 from egohorizon.data.shards.index import INDEX_FORMAT, ShardIndex
 from egohorizon.data.shards.writer import build_shards, plan_shards
-from egohorizon.data.windows import (WindowConfig, assign_to_windows, build_window, crop_box, downscaled_size,
-                                     group_windows, scale_point, window_count, window_key)
+from egohorizon.data.windows import (
+    WindowConfig,
+    assign_to_windows,
+    build_window,
+    crop_box,
+    downscaled_size,
+    group_windows,
+    scale_point,
+    window_count,
+    window_key,
+)
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import Event
-
 
 # ------------------------------------------------------------------------------------------------
 # Window arithmetic (hand-computed)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 
+import lightning as L
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -78,3 +79,37 @@ def test_config_instantiates(shard_dir, repo_root):
     assert isinstance(data, CaptionDataModule) and data.seed == 3 and data.num_workers == 2
     with pytest.raises(ConfigError, match="epoch_samples"):
         CaptionDataModule(shards=str(shard_dir), resampled=True)
+
+
+class FrameMean(L.LightningModule):
+    """A one-parameter module: enough for Lightning to run the loaders through fit and validate."""
+
+    def __init__(self):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+        self.seen: list[str] = []
+
+    def training_step(self, batch, batch_idx):
+        self.seen.extend(batch["key"])
+        return (self.weight * batch["frames"].float().mean()).sum()
+
+    def validation_step(self, batch, batch_idx):
+        self.log("val/loss", batch["frames"].float().mean(), batch_size=len(batch["key"]))
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+def test_lightning_fit_streams_every_train_window(shard_dir, tmp_path):
+    from lightning.pytorch.loggers import CSVLogger
+
+    split = write_split(tmp_path / "split.json", ["2023-11-14", "2023-11-15"], ["2023-11-16"], [])
+    data = CaptionDataModule(shards=str(shard_dir), split_file=split, batch_size=2, num_workers=0, log_every=1)
+    model = FrameMean()
+    trainer = L.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=CSVLogger(tmp_path),
+                        enable_progress_bar=False, enable_checkpointing=False, enable_model_summary=False,
+                        num_sanity_val_steps=0)
+    trainer.fit(model, datamodule=data)
+    assert sorted(model.seen) == sorted(f"p1_2023-11-1{d}_s0_w{i:05d}" for d in (4, 5) for i in range(3))
+    metrics = (tmp_path / "lightning_logs/version_0/metrics.csv").read_text()
+    assert "train/data_samples_ok" in metrics and "val/data_bad_fraction" in metrics

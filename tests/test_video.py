@@ -68,3 +68,18 @@ def test_unreadable_video_is_a_data_error(tmp_path):
         list(read_video_frames(bad, 1.0))
     with pytest.raises(DataError, match="not found"):
         list(read_video_frames(tmp_path / "missing.mp4"))
+
+
+def test_cli_ingest_video_then_shards(clip, tmp_path, capsys):
+    import json
+
+    from egohorizon.cli import main
+    from egohorizon.data.shards.index import ShardIndex
+
+    assert main(["ingest", "video", str(clip), "--participant", "v1", "--start-time", "1700000000",
+                 "--out", str(tmp_path / "rec")]) == 0
+    assert json.loads(capsys.readouterr().out)["frames"] == 6
+    assert main(["shards", "build", "--ingested", str(tmp_path), "--out", str(tmp_path / "shards"),
+                 "--deid", "off", "--long-side", "32"]) == 0
+    index = ShardIndex.load(tmp_path / "shards")
+    assert index.totals()["samples"] == 1 and index.shards[0]["gaze_status_counts"]["no_source"] == 6

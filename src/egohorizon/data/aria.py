@@ -22,16 +22,22 @@ import logging
 import math
 import os
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from egohorizon.data.ingested import (GAZE_MISSING, GAZE_NO_SOURCE, GAZE_OK, GAZE_OUTSIDE,
-                                      IngestedRecording, RecordingWriter, Word)
+from egohorizon.data.ingested import (
+    GAZE_MISSING,
+    GAZE_NO_SOURCE,
+    GAZE_OK,
+    GAZE_OUTSIDE,
+    IngestedRecording,
+    RecordingWriter,
+    Word,
+)
 from egohorizon.errors import DataError
-from egohorizon.schema import Recording
 
 log = logging.getLogger(__name__)
 
@@ -202,7 +208,7 @@ def sample_frame_indices(timestamps_ns: np.ndarray, rate_hz: float | None) -> np
         return np.arange(len(timestamps_ns))
     if rate_hz <= 0:
         raise DataError(f"rate: expected a positive frame rate in Hz, got {rate_hz}")
-    step = int(round(1e9 / rate_hz))
+    step = round(1e9 / rate_hz)
     ticks = np.arange(timestamps_ns[0], timestamps_ns[-1] + 1, step, dtype=np.int64)
     nearest, _ = match_nearest(timestamps_ns, ticks, tolerance_ns=step)
     return np.unique(nearest[nearest >= 0])
@@ -272,13 +278,13 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
     if day is None:
         if clock.name != "epoch":
             raise DataError("day: required when the time base is not 'epoch' (pass --day YYYY-MM-DD)")
-        day = datetime.fromtimestamp(clock.origin_seconds, tz=timezone.utc).strftime("%Y-%m-%d")
+        day = datetime.fromtimestamp(clock.origin_seconds, tz=UTC).strftime("%Y-%m-%d")
 
     projector = GazeProjector(calibration, camera_label, upright=upright, default_depth_m=default_depth_m)
     track = read_gaze(gaze_csv) if gaze_csv else None
     timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
     indices = sample_frame_indices(timestamps, rate_hz)
-    tolerance_ns = int(round(gaze_tolerance_s * 1e9))
+    tolerance_ns = round(gaze_tolerance_s * 1e9)
     if track is not None:
         gaze_index, gaze_offset = match_nearest(track.t_ns, timestamps[indices], tolerance_ns)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -117,12 +117,12 @@ def container_start_time(path: str | os.PathLike) -> float | None:
     try:
         with av.open(str(path)) as container:
             stamp = container.metadata.get("creation_time")
-    except Exception:  # unreadable containers are reported by read_video_frames
+    except Exception:  # noqa: BLE001 - unreadable containers are reported by read_video_frames
         return None
     if not stamp:
         return None
     try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(stamp).timestamp()  # Python >= 3.11 reads the trailing "Z"
     except ValueError:
         return None
 
@@ -143,7 +143,7 @@ def ingest_video(video_path: str | os.PathLike, out_dir: str | os.PathLike, *, p
     if day is None:
         if start_time is None:
             raise DataError(f"{video_path}: no start time in the container; pass --start-time or --day")
-        day = datetime.fromtimestamp(start_time, tz=timezone.utc).strftime("%Y-%m-%d")
+        day = datetime.fromtimestamp(start_time, tz=UTC).strftime("%Y-%m-%d")
     origin = start_time or 0.0
     writer = RecordingWriter(out_dir, overwrite=overwrite)
     try:

@@ -147,7 +147,7 @@ def window_count(recording: Recording, window_s: float) -> int:
 
 
 def window_index(t: float, recording_start: float, window_s: float) -> int:
-    return int(math.floor((t - recording_start) / window_s + 1e-12))
+    return math.floor((t - recording_start) / window_s + 1e-12)
 
 
 def assign_to_windows(times: Sequence[float], recording_start: float, window_s: float) -> list[int]:
@@ -178,7 +178,7 @@ def draw_gaze(image: np.ndarray, point: tuple[float, float]) -> np.ndarray:
 
     out = image.copy()
     radius = max(3, round(max(image.shape[:2]) / 40))
-    center = (int(round(point[0])), int(round(point[1])))
+    center = (round(float(point[0])), round(float(point[1])))
     cv2.circle(out, center, radius, (255, 0, 0), thickness=max(1, radius // 3), lineType=cv2.LINE_AA)
     return out
 

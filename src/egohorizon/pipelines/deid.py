@@ -168,7 +168,7 @@ class FaceDetector:
         found += [tuple(box) for box in self._detect(profile, gray, min_side)]
         width_small = gray.shape[1]
         found += [(width_small - x - w, y, w, h) for x, y, w, h in self._detect(profile, gray[:, ::-1], min_side)]
-        return [tuple(int(round(v / scale)) for v in (x, y, x + w, y + h)) for x, y, w, h in found]
+        return [tuple(round(float(v) / scale) for v in (x, y, x + w, y + h)) for x, y, w, h in found]
 
     def _detect(self, cascade, gray: np.ndarray, min_side: int):
         return cascade.detectMultiScale(np.ascontiguousarray(gray), scaleFactor=1.1,

@@ -44,10 +44,12 @@ def decode_jpeg(data: bytes) -> np.ndarray:
     """RGB uint8 (H, W, 3); raises ValueError for bytes that are not a decodable JPEG."""
     import cv2
 
-    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), cv2.IMREAD_COLOR)
+    # IMREAD_COLOR_RGB (OpenCV >= 4.11) has libjpeg-turbo write RGB directly: no BGR->RGB pass.
+    rgb = getattr(cv2, "IMREAD_COLOR_RGB", None)
+    image = cv2.imdecode(np.frombuffer(data, dtype=np.uint8), rgb if rgb is not None else cv2.IMREAD_COLOR)
     if image is None:
         raise ValueError("not a decodable JPEG")
-    return cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
+    return image if rgb is not None else cv2.cvtColor(image, cv2.COLOR_BGR2RGB)
 
 
 def encode_window(sample: WindowSample, *, jpeg_quality: int = 90, crop_quality: int = 95) -> dict[str, Any]:

@@ -30,6 +30,7 @@ STATS_KEY = "stream_stats"
 FINAL_KEY = "stream_final"  # marks the counters-only item a worker sends when it is done
 LOST_IN_SHARD = "lost_in_shard"
 MAX_REASONS_PER_SHARD = 3
+READ_BUFFER = 1 << 20
 
 
 def worker_info() -> tuple[int, int]:
@@ -97,12 +98,14 @@ def read_shards(stats: StreamStats, expected: dict[str, int]) -> Callable[[Itera
             read = 0
             stats.counts["shards_opened"] += 1
             try:
-                files = tar_file_expander(url_opener([dict(url=url)], handler=reraise_exception),
-                                          handler=reraise_exception)
+                # 1 MB reads: a shard is read front to back, and 8 kB reads cost a fifth of the time.
+                opened = url_opener([{"url": url}], handler=reraise_exception, bufsize=READ_BUFFER)
+                files = tar_file_expander(opened, handler=reraise_exception)
                 for sample in group_by_keys(files, handler=reraise_exception):
                     read += 1
                     yield sample
-            except Exception as error:  # tarfile.ReadError, OSError, ValueError (duplicate names), ...
+            # Any failure of one shard (tarfile.ReadError, OSError, ValueError...) is counted, not fatal.
+            except Exception as error:  # noqa: BLE001
                 stats.counts["shard_errors"] += 1
                 stats.reasons.setdefault(url, []).append(f"unreadable after {read} samples: "
                                                          f"{type(error).__name__}: {str(error)[:160]}")

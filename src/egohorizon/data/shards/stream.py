@@ -129,7 +129,7 @@ class WindowStream(IterableDataset):
         if self.shuffle:
             n = len(self.urls)
             urls = (d["url"] for d in wds.detshuffle(bufsize=n, initial=n, seed=self.seed,
-                                                     epoch=epoch - 1).run(iter(dict(url=u) for u in self.urls)))
+                                                     epoch=epoch - 1).run(iter({"url": u} for u in self.urls)))
         ordered = list(urls)
         counts = []
         for rank in range(self.world_size):

@@ -38,7 +38,7 @@ def verify_shard(index: ShardIndex, entry: dict[str, Any]) -> ShardReport:
     if size != entry["bytes"]:
         report.problems.append(f"{size} bytes, the index says {entry['bytes']}")
     stats = StreamStats()
-    keys = [w.key for w in decode(stats)(read_shards(stats, {str(path): entry["samples"]})([dict(url=str(path))]))]
+    keys = [w.key for w in decode(stats)(read_shards(stats, {str(path): entry["samples"]})([{"url": str(path)}]))]
     report.samples_ok = len(keys)
     report.counts = {k: v for k, v in stats.counts.items() if v}
     for message in stats.reasons.get(str(path), []):

@@ -27,8 +27,14 @@ from egohorizon.data.ingested import GAZE_STATUSES, Word
 from egohorizon.data.shards.encode import encode_window
 from egohorizon.data.shards.index import ShardIndex, write_json_atomic
 from egohorizon.data.shards.sources import RecordingSource
-from egohorizon.data.windows import (WINDOW_SCHEMA_VERSION, SourceFrame, WindowConfig, build_window,
-                                     group_windows, safe_name)
+from egohorizon.data.windows import (
+    WINDOW_SCHEMA_VERSION,
+    SourceFrame,
+    WindowConfig,
+    build_window,
+    group_windows,
+    safe_name,
+)
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
