@@ -62,8 +62,21 @@ def run_checkpoints(run_dir: str | Path) -> list[Path]:
     return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
 
 
+def resume_checkpoint(run_dir: str | Path) -> Path | None:
+    """What a restarted run resumes from: the newer of ``checkpoints/last.ckpt`` and the newest
+    ``hpc_ckpt_<n>.ckpt`` (written when Slurm asked the job to stop), or None for a fresh start.
+
+    After the preemption signal the job may run on for a few steps and write ``last.ckpt`` again
+    before Slurm stops it, so neither file is always the newer one: the modification time decides.
+    """
+    run_dir = Path(run_dir)
+    candidates = [p for p in [run_dir / "checkpoints" / "last.ckpt", *run_dir.glob("hpc_ckpt_*.ckpt")] if p.exists()]
+    return max(candidates, key=lambda p: (p.stat().st_mtime, p.name)) if candidates else None
+
+
 def find_checkpoint(run_dir: str | Path | None, ckpt: str | Path | None = None) -> Path:
-    """``ckpt`` when given (absolute, or relative to the run folder), else the run's newest checkpoint."""
+    """``ckpt`` when given (absolute, or relative to the run folder), else what the run would resume
+    from (``resume_checkpoint``), else its newest checkpoint."""
     if ckpt is not None:
         candidates = [Path(ckpt)] + ([Path(run_dir) / ckpt] if run_dir is not None else [])
         for candidate in candidates:
@@ -75,13 +88,10 @@ def find_checkpoint(run_dir: str | Path | None, ckpt: str | Path | None = None) 
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise DataError(f"{run_dir}: no such run folder")
-    found = run_checkpoints(run_dir)
-    if not found:
+    found = resume_checkpoint(run_dir) or (run_checkpoints(run_dir) or [None])[-1]
+    if found is None:
         raise DataError(f"{run_dir}: no checkpoint (looked for checkpoints/*.ckpt and hpc_ckpt_*.ckpt)")
-    last = run_dir / "checkpoints" / "last.ckpt"
-    # last.ckpt is what a finished run ends with; a preempted run's newer hpc checkpoint wins over it.
-    newest = found[-1]
-    return newest if not last.exists() or newest.stat().st_mtime > last.stat().st_mtime else last
+    return found
 
 
 # -- reading -----------------------------------------------------------------------------------------

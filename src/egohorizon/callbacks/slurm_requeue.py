@@ -12,8 +12,10 @@ all ranks save ``hpc_ckpt_<n>.ckpt`` into the run folder (Lightning's name, so `
 and Lightning's own SLURM resume both find it), rank zero calls ``scontrol requeue``, and training
 stops. The requeued job keeps its id, hence its run folder, and resumes from that checkpoint.
 
-Active only inside a Slurm job (``SLURM_JOB_ID``); elsewhere it does nothing. Use it with
-``SLURMEnvironment(auto_requeue=False)`` (egohorizon.run does) so Lightning does not also react.
+Active only inside a Slurm job (``SLURM_JOB_ID``); elsewhere it does nothing. Lightning installs
+its own handler for the requeue signal only where none is installed yet, and it does so after the
+callbacks' ``setup``: the handler installed here keeps Lightning's off. Lightning's SLURM environment
+still provides the ranks, and its SIGTERM handling still ends the processes when Slurm requeues.
 """
 
 from __future__ import annotations
