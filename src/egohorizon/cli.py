@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "egohorizon.commands.ingest",
     "shards": "egohorizon.commands.shards",
     "score": "egohorizon.commands.score",
+    "export-adapter": "egohorizon.commands.export_adapter",
 }
 
 

@@ -1,0 +1,40 @@
+"""``egohorizon export-adapter RUN_DIR``: a run's checkpoint as a plain PEFT adapter folder."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "export-adapter", help="convert a run's checkpoint (Lightning or DeepSpeed ZeRO) to a PEFT adapter",
+        description="Convert a training run's checkpoint into a plain PEFT adapter folder "
+                    "(adapter_config.json, adapter_model.safetensors, tokenizer, prompt files, export.json) "
+                    "that PeftModel.from_pretrained loads onto the base model and eval.py ckpt=... evaluates. "
+                    "Reads Lightning .ckpt files and DeepSpeed ZeRO-2/3 checkpoint folders (consolidated with "
+                    "DeepSpeed's zero_to_fp32). The model is rebuilt from <run>/config.yaml.")
+    parser.add_argument("run_dir", nargs="?", default=None,
+                        help="the run folder (holds config.yaml and checkpoints/); optional with --ckpt inside it")
+    parser.add_argument("--ckpt", default=None,
+                        help="the checkpoint (file or ZeRO folder; absolute or relative to the run folder); "
+                             "default: what the run would resume from (the newer of checkpoints/last.ckpt "
+                             "and hpc_ckpt_<n>.ckpt)")
+    parser.add_argument("--out", default=None, help="adapter folder to write (default: <checkpoint>.adapter beside it)")
+    parser.add_argument("--base", dest="base_path", default=None,
+                        help="the base model (hub id or folder) when the one the checkpoint records has moved")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import json
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.run_export import export_run_adapter
+
+    if args.run_dir is None and args.ckpt is None:
+        raise ConfigError("export-adapter: give a run folder, or --ckpt")
+    folder = export_run_adapter(args.run_dir, args.ckpt, args.out, args.base_path)
+    info = json.loads((folder / "export.json").read_text())
+    print(f"adapter: {folder}")
+    print(f"from {info['kind']} checkpoint {info['checkpoint']} (global step {info['global_step']})")
+    return 0

@@ -1,0 +1,71 @@
+"""``egohorizon export-adapter``: a run's checkpoint (Lightning ``.ckpt`` or DeepSpeed ZeRO folder) to a
+plain PEFT adapter folder.
+
+Like ``egohorizon.run`` this reads the run's (resolved) config, ``<run>/config.yaml``, to rebuild the
+LightningModule the checkpoint belongs to: the model config of the run, with the base model that the
+checkpoint records (``egohorizon.backbone.path``, e.g. the tiny backbone's cached folder, or the hub id)
+loaded as a plain transformers backbone, as ``eval.py`` loads adapters. The conversion itself is
+``egohorizon.checkpoints``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from egohorizon.checkpoints import Checkpoint, default_export_dir, export_adapter, find_checkpoint, read_checkpoint
+from egohorizon.errors import ConfigError, DataError
+
+log = logging.getLogger(__name__)
+
+
+def run_dir_of(checkpoint_path: Path) -> Path:
+    """``<run>/checkpoints/x.ckpt`` and ``<run>/hpc_ckpt_1.ckpt`` both belong to ``<run>``."""
+    parent = checkpoint_path.parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def base_model_of(checkpoint: Checkpoint, base_path: str | None = None) -> str:
+    """The base model the adapter goes onto: ``base_path`` if given, else what the checkpoint records."""
+    if base_path:
+        return base_path
+    recorded: dict[str, Any] = checkpoint.meta.get("egohorizon") or {}
+    path = (recorded.get("backbone") or {}).get("path") or recorded.get("model_id")
+    if not path:
+        raise DataError(f"{checkpoint.path}: the checkpoint does not say which base model it was trained on; "
+                        "pass --base PATH")
+    return str(path)
+
+
+def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | None = None):
+    """The run's LightningModule, built (``configure_model``) with fresh adapter weights."""
+    from omegaconf import OmegaConf
+
+    from egohorizon.backbones import HFBackbone
+    from egohorizon.run import build_model
+
+    config_file = run_dir / "config.yaml"
+    if not config_file.is_file():
+        raise ConfigError(f"{run_dir}: no config.yaml (the resolved config train.py writes into a run folder); "
+                          "is this a run folder?")
+    cfg = OmegaConf.load(config_file)
+    if not cfg.model.get("lora"):
+        raise ConfigError(f"{config_file}: model.lora is empty: this run trained no adapter to export")
+    backbone = HFBackbone(path=base_model_of(checkpoint, base_path))
+    module = build_model(cfg, backbone)
+    module.gradient_checkpointing = False  # a training-time memory saving; irrelevant to the weights
+    module.configure_model()
+    return module
+
+
+def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = None, out: str | Path | None = None,
+                       base_path: str | None = None) -> Path:
+    """Finds the checkpoint (``ckpt``, else the run's newest), converts it, writes the adapter to ``out``
+    (default: beside the checkpoint, ``<name>.adapter``). Returns the adapter folder."""
+    checkpoint_path = find_checkpoint(run_dir, ckpt)
+    run_dir = Path(run_dir) if run_dir is not None else run_dir_of(checkpoint_path)
+    checkpoint = read_checkpoint(checkpoint_path)
+    log.info("%s: %s checkpoint at step %s", checkpoint_path, checkpoint.kind, checkpoint.global_step)
+    module = build_run_module(run_dir, checkpoint, base_path)
+    return export_adapter(module, checkpoint, Path(out) if out else default_export_dir(checkpoint_path))
