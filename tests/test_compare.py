@@ -102,3 +102,52 @@ def test_wandb_offline_run_holds_table_and_plots(entries, tmp_path):
     files = {p.name for p in (tmp_path / "wandb").rglob("*")}
     assert any(name.endswith(".wandb") for name in files), files
     assert str(tmp_path / "wandb") in run_dir
+
+
+@pytest.mark.slow
+def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root):
+    import shutil
+
+    from forecast_toy_world import write_toy_events
+    from hydra import compose, initialize_config_dir
+
+    from egohorizon.cli import main
+    from egohorizon.run import train
+    from egohorizon.run_eval import evaluate_run
+
+    events = write_toy_events(tmp_path)
+    common = ["data=forecast_events", f"data.events={events}", "data.n_context=4", "data.max_train_points=12",
+              "data.max_eval_points=3", "data.batch_size=4", "backbone.hidden_size=32", "backbone.intermediate_size=64",
+              "backbone.num_layers=1", "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
+              f"backbone.cache_dir={tmp_path}/cache", "trainer.enable_progress_bar=false",
+              "model.generation.max_new_tokens=6", "model.generation.max_new_tokens_per_action=2"]
+    with initialize_config_dir(config_dir=str(repo_root / "conf"), version_base="1.3"):
+        train(compose("train", overrides=["experiment=forecast_l3", *common, f"paths.run_dir={tmp_path}/run",
+                                          "trainer.max_steps=4", "test_after_fit=false", "logger=csv",
+                                          "model.optimizer.lr=1e-2"]))
+    run = tmp_path / "run"
+    # A second "checkpoint": the same weights without an adapter folder, as a DeepSpeed run leaves it.
+    bare = tmp_path / "bare" / "checkpoints"
+    bare.mkdir(parents=True)
+    shutil.copy(run / "checkpoints" / "last.ckpt", bare / "last.ckpt")
+    shutil.copy(run / "config.yaml", bare.parent / "config.yaml")
+
+    out = tmp_path / "compare"
+    assert main(["compare", str(run), str(bare / "last.ckpt"), "--out", str(out), "--set", "embedder=exact",
+                 "--set", "trainer.enable_progress_bar=false"]) == 0
+    data = json.loads((out / "comparison.json").read_text())
+    assert [c["global_step"] for c in data["checkpoints"]] == [4, 4]
+    assert data["points"] == str(run / "points" / "points_test.jsonl")
+    overall = {r["checkpoint"]: r for r in data["rows"] if r["level"] == "all"}
+    assert set(overall) == {"run", "bare/last", "repeat-last-K", "random"}
+    assert overall["run"]["S"] == pytest.approx(overall["bare/last"]["S"])  # same weights, same numbers
+    assert (out / "exported").is_dir()  # the bare checkpoint went through export-adapter
+    assert {"index.html", "S.png", "S_norm.png"} <= {p.name for p in out.iterdir()}
+    assert list((out / "wandb").glob("offline-run-*"))
+
+    # The same figure as eval.py on the same points.
+    with initialize_config_dir(config_dir=str(repo_root / "conf"), version_base="1.3"):
+        cfg = compose("eval", overrides=[*common, f"ckpt={run}", f"points={data['points']}", "embedder=exact",
+                                         f"paths.run_dir={tmp_path}/eval"])
+    result = evaluate_run(cfg)
+    assert result["reports"]["model"]["overall"]["S"] == pytest.approx(overall["run"]["S"])

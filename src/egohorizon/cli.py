@@ -24,6 +24,7 @@ COMMANDS: dict[str, str] = {
     "shards": "egohorizon.commands.shards",
     "score": "egohorizon.commands.score",
     "export-adapter": "egohorizon.commands.export_adapter",
+    "compare": "egohorizon.commands.compare",
 }
 
 
