@@ -29,8 +29,7 @@ TOY = ["experiment=forecast_l3", "data.batch_size=2", "data.eval_batch_size=4", 
        "data.max_length=384", "data.max_train_points=64", "data.max_eval_points=4", "data.ks=[1]",
        "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
        "backbone.vocab_size=512", "trainer.log_every_n_steps=1", "trainer.max_epochs=-1",
-       "trainer.check_val_every_n_epoch=1000", "test_after_fit=false", "logger=csv",
-       "+callbacks.slurm_requeue._target_=egohorizon.callbacks.slurm_requeue.SlurmRequeue"]
+       "trainer.check_val_every_n_epoch=1000", "test_after_fit=false", "logger=csv"]
 MAX_STEPS = 300
 
 
