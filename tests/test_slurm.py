@@ -9,6 +9,7 @@ cluster gets its own state folder and ports, so a cluster started by hand keeps 
 from __future__ import annotations
 
 import csv
+import json
 import os
 import random
 import re
@@ -149,6 +150,16 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     # attempt alone: one row per step from the checkpoint's on (a fresh start would begin at 0).
     steps = read_metric_rows(run_dir / "csv" / "metrics.csv", "train/loss")
     assert steps == list(range(resumed_at, MAX_STEPS))
+
+    # eval.sbatch on the finished run, on its held-out points.
+    evaluation = cluster.sbatch("--cpus-per-task=1", "--time=10", f"--output={tmp_path}/eval-%j.out", "slurm/eval.sbatch",
+                                f"ckpt={run_dir}", f"points={run_dir}/points/points_test.jsonl", "embedder=exact",
+                                "data.n_context=4", "data.max_length=384", env=env)
+    cluster.wait_until(lambda: not cluster.run("squeue", "-h", "-j", evaluation).strip(), 300, "eval.sbatch to finish")
+    report_file = runs / evaluation / "report.json"
+    assert report_file.is_file(), (tmp_path / f"eval-{evaluation}.out").read_text()[-3000:]
+    report = json.loads(report_file.read_text())
+    assert report["n_points"] == 4 and report["reports"]["model"]["overall"]["n"] == 4
 
 
 def test_two_point_sweep_runs_through_the_submitit_launcher(cluster, tmp_path):

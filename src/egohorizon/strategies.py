@@ -40,6 +40,14 @@ class DeepSpeedStrategy(_LightningDeepSpeedStrategy):
         if config_overrides:
             self.config = merge_config(self.config, config_overrides)
 
+    def setup_environment(self) -> None:
+        super().setup_environment()
+        if self.zero_stage_3:
+            # ForecastModule.configure_model calls transformers' from_pretrained inside Lightning's
+            # deepspeed.zero.Init: without this handle transformers does not know the weights are being
+            # partitioned and fails with "size mismatch ... torch.Size([0])" (Lightning issue #19259).
+            self._hf_deepspeed_config = hf_zero3_config(self.config, self.precision_plugin.precision)
+
     def setup(self, trainer) -> None:
         # Lightning fills in the trainer-dependent keys lazily, at the start of setup(); do it first so
         # the JSON is on disk even when DeepSpeed then fails to start (the case one wants to debug).
@@ -47,6 +55,24 @@ class DeepSpeedStrategy(_LightningDeepSpeedStrategy):
         if self.config_file and self.is_global_zero:
             write_deepspeed_config(self.config, self.config_file)
         super().setup(trainer)
+
+
+def hf_zero3_config(config: dict[str, Any], precision: str):
+    """transformers' ``HfDeepSpeedConfig`` for ``config``: while the returned object lives,
+    ``from_pretrained`` builds models partitioned (zero.Init) and loads each weight into its shards.
+
+    Created before Lightning has filled in the batch size and precision, so those are set here for
+    DeepSpeed's config parser only; the engine itself gets Lightning's final config.
+    """
+    from transformers.integrations import HfDeepSpeedConfig
+
+    config = dict(config)
+    config.setdefault("train_micro_batch_size_per_gpu", 1)
+    if precision.startswith("bf16"):
+        config["bf16"] = {**config.get("bf16", {}), "enabled": True}
+    elif precision.startswith("16"):
+        config["fp16"] = {**config.get("fp16", {}), "enabled": True}
+    return HfDeepSpeedConfig(config)
 
 
 def merge_config(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
