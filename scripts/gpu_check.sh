@@ -35,7 +35,7 @@ if [ "${1:-}" != "--check-run" ] && ! "$PYTHON" -c "import torch, sys; sys.exit(
   echo "gpu_check: no CUDA GPU visible to $PYTHON (torch.cuda.is_available() is False); nothing checked."
   exit 2
 fi
-"$PYTHON" -c "import torch, deepspeed, lightning; print(f'gpu_check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, deepspeed {deepspeed.__version__}, lightning {lightning.__version__}')" 2>/dev/null
+[ "${1:-}" = "--check-run" ] || "$PYTHON" -c "import torch, deepspeed, lightning; print(f'gpu_check: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, deepspeed {deepspeed.__version__}, lightning {lightning.__version__}')" 2>/dev/null | grep '^gpu_check'
 
 FAILED=0
 report() {  # report STRATEGY CHECK STATUS DETAIL
