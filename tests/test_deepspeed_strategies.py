@@ -13,10 +13,15 @@ import pytest
 pytest.importorskip("deepspeed")
 pytest.importorskip("lightning")
 
-from hydra import compose, initialize_config_dir  # noqa: E402
-from hydra.utils import instantiate  # noqa: E402
+from hydra import compose, initialize_config_dir
+from hydra.utils import instantiate
 
-from egohorizon.strategies import DEEPSPEED_CONFIG_FILE, DeepSpeedStrategy, merge_config, write_deepspeed_config  # noqa: E402
+from egohorizon.strategies import (
+    DEEPSPEED_CONFIG_FILE,
+    DeepSpeedStrategy,
+    merge_config,
+    write_deepspeed_config,
+)
 
 DEEPSPEED = {"deepspeed_z2": (2, False), "deepspeed_z3": (3, False), "deepspeed_z3_offload": (3, True)}
 

@@ -44,7 +44,7 @@ def load_rank(rank: int, port: int, base: str, with_handle: bool, out: Path) -> 
         # What Lightning's DeepSpeedStrategy.model_sharded_context() wraps configure_model in.
         with deepspeed.zero.Init(config_dict_or_path=config):
             model = load_pretrained_model(base, kind="vlm")
-    except Exception as error:  # without the handle: shape-[0] weights break loading (IndexError, size mismatch)
+    except Exception as error:  # noqa: BLE001 without the handle: shape-[0] weights break loading (IndexError, size mismatch)
         if rank == 0:
             (out / "error.txt").write_text(f"{type(error).__name__}: {error}")
         return

@@ -40,13 +40,13 @@ class Cluster:
 
     def script(self, *args: str, timeout: float = 120) -> str:
         result = subprocess.run([str(self.repo / "slurm" / "local-cluster.sh"), *args], env=self.env,
-                                capture_output=True, text=True, timeout=timeout)
+                                capture_output=True, text=True, timeout=timeout, check=False)
         assert result.returncode == 0, f"local-cluster.sh {args}: {result.stderr[-3000:]}"
         return result.stdout
 
     def run(self, *cmd: str, timeout: float = 60, **kwargs) -> str:
         result = subprocess.run(cmd, env=kwargs.pop("env", self.env), capture_output=True, text=True,
-                                timeout=timeout, cwd=kwargs.pop("cwd", self.repo), **kwargs)
+                                timeout=timeout, cwd=kwargs.pop("cwd", self.repo), check=False, **kwargs)
         assert result.returncode == 0, f"{' '.join(cmd)}: {result.stdout[-2000:]}{result.stderr[-3000:]}"
         return result.stdout
 

@@ -11,7 +11,7 @@ import pytest
 torch = pytest.importorskip("torch")
 L = pytest.importorskip("lightning")
 
-from egohorizon.callbacks.slurm_requeue import SlurmRequeue, next_hpc_checkpoint, slurm_job_id  # noqa: E402
+from egohorizon.callbacks.slurm_requeue import SlurmRequeue, next_hpc_checkpoint, slurm_job_id
 
 SIGNAL_AT_BATCH = 3
 

@@ -112,7 +112,7 @@ def _read_lightning(path: Path) -> Checkpoint:
         # weights_only=False: a Lightning checkpoint holds plain Python objects (hyper-parameters,
         # loop state) besides tensors; these are the user's own run files.
         raw = torch.load(path, map_location="cpu", weights_only=False, mmap=True)
-    except Exception as error:  # truncated or foreign file: say which and why
+    except Exception as error:  # noqa: BLE001 (unpickling a truncated or foreign file raises anything)
         raise DataError(f"{path}: cannot read as a Lightning checkpoint ({type(error).__name__}: {error})") from None
     if not isinstance(raw, dict) or "state_dict" not in raw:
         raise DataError(f"{path}: not a Lightning checkpoint (no 'state_dict' entry)")
@@ -158,7 +158,7 @@ def _read_deepspeed(folder: Path) -> Checkpoint:
 
 
 def _strip_prefix(key: str, prefix: str) -> str:
-    return key[len(prefix):] if key.startswith(prefix) else key
+    return key.removeprefix(prefix)
 
 
 # -- loading and exporting ---------------------------------------------------------------------------

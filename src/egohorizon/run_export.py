@@ -14,7 +14,13 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from egohorizon.checkpoints import Checkpoint, default_export_dir, export_adapter, find_checkpoint, read_checkpoint
+from egohorizon.checkpoints import (
+    Checkpoint,
+    default_export_dir,
+    export_adapter,
+    find_checkpoint,
+    read_checkpoint,
+)
 from egohorizon.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)

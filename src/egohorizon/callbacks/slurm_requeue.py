@@ -96,7 +96,7 @@ class SlurmRequeue(Callback):
 
     def _requeue(self) -> None:
         job = slurm_job_id()
-        result = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True)
+        result = subprocess.run(["scontrol", "requeue", job], capture_output=True, text=True, check=False)
         if result.returncode == 0:
             log.info("requeued Slurm job %s", job)
         else:
