@@ -9,8 +9,8 @@ import os
 # threads slowed a training step ~10x in our measurements (docs/forecasting.md). Must precede torch.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
-import hydra  # noqa: E402
-from omegaconf import DictConfig  # noqa: E402
+import hydra
+from omegaconf import DictConfig
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

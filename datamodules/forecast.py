@@ -64,8 +64,8 @@ class ForecastDataModule(L.LightningDataModule):
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
-        self.split_args = dict(val_frac=val_frac, test_frac=test_frac, seed=seed, strategy=split_strategy,
-                               min_history_days=min_history_days)
+        self.split_args = {"val_frac": val_frac, "test_frac": test_frac, "seed": seed, "strategy": split_strategy,
+                               "min_history_days": min_history_days}
         self.max_train_points, self.max_eval_points = max_train_points, max_eval_points
         self.prompt_name, self.eval_prompt_candidates = prompt, eval_prompt_candidates
         self.use_chat_template, self.max_length = use_chat_template, max_length
@@ -116,7 +116,7 @@ class ForecastDataModule(L.LightningDataModule):
 
         events = self.load_events()
         split = make_day_split(events, **self.split_args)
-        common = dict(levels=self.levels, ks=self.ks, n_context=self.n_context, seed=self.seed, source=self.source)
+        common = {"levels": self.levels, "ks": self.ks, "n_context": self.n_context, "seed": self.seed, "source": self.source}
         # The cap of build_points applies per split, level and K; training takes every point unless capped.
         built = build_points(events, split, max_points=self.max_train_points, **common)
         points = {"train": built["train"]}

@@ -32,7 +32,7 @@ GENERATION_DEFAULTS = {
     "mode": "sequences",          # sequences: N outputs, one candidate each; in_prompt: 1 output with N candidates
     "num_candidates": 3,
     "strategy": "sample",          # sample (seeded) | beam
-    "temperature": 1.0,
+    "temperature": 0.7,
     "top_p": 1.0,
     "top_k": 0,
     "num_beams": None,             # beam search width; defaults to num_candidates
@@ -200,7 +200,7 @@ class ForecastModule(L.LightningModule):
         return [texts[i * per_point:(i + 1) * per_point] for i in range(prompt_ids.shape[0])]
 
 
-def _build_scheduler(factory, optimizer, total_steps: int | float):
+def _build_scheduler(factory, optimizer, total_steps: float):
     """Schedulers that want the run length (transformers' warmup schedules) get ``num_training_steps``."""
     import inspect
 

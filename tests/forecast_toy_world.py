@@ -8,7 +8,7 @@ three days of minimum history, and a next event that is predictable from the pre
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from egohorizon.schema import Event, write_jsonl
@@ -37,7 +37,7 @@ def toy_events(participants: int = 2, days: int = 14, seed: int = 0) -> list[Eve
         for d in range(days):
             if d == 5:
                 continue  # a day without recordings
-            day = datetime(2024, 3, 4, 7, tzinfo=timezone.utc) + timedelta(days=d)
+            day = datetime(2024, 3, 4, 7, tzinfo=UTC) + timedelta(days=d)
             t = day.timestamp() + rng.randint(0, 1800)
             session = 0
             for step, wordings in enumerate(ROUTINE):

@@ -17,7 +17,7 @@ CORPUS = [
     '{"candidates": [["write code at my desk"]]}',
     '{"candidates": [["have lunch with colleagues", "go to the gym"]]}',
 ] * 20
-TOY = dict(hidden_size=32, intermediate_size=64, num_layers=1, num_heads=2, num_kv_heads=1, vocab_size=300)
+TOY = {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "vocab_size": 300}
 
 
 def _tiny(tmp_path, **kwargs) -> TinyBackbone:
@@ -72,7 +72,7 @@ def test_tiny_backbone_needs_a_corpus_and_sane_sizes(tmp_path):
     with pytest.raises(ConfigError, match="needs the training corpus"):
         TinyBackbone(cache_dir=str(tmp_path)).prepare(None)
     with pytest.raises(ConfigError, match="empty training corpus"):
-        TinyBackbone(cache_dir=str(tmp_path)).prepare(lambda: [])
+        TinyBackbone(cache_dir=str(tmp_path)).prepare(list)
     with pytest.raises(ConfigError, match="call prepare"):
         TinyBackbone(cache_dir=str(tmp_path)).load_tokenizer()
     with pytest.raises(ConfigError, match="num_heads"):

@@ -47,6 +47,7 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
     assert set(datamodule.ks) == ({int(experiment.rsplit("_k", 1)[1])} if "_k" in experiment else {1, 10})
     assert type(backbone).__name__ == "TinyBackbone" and backbone.sizes["hidden_size"] == 32
     assert model.lora["modules_to_save"] == ["embed_tokens", "lm_head"] and model.model is None  # no weights yet
+    assert model.optimizer_factory.keywords["lr"] == 2e-3  # finetune/tiny.yaml: a random model learns faster
     assert {type(c).__name__ for c in callbacks} >= {"AdapterCheckpoint", "ForecastEvalCallback"}
     assert trainer.max_epochs == cfg.trainer.max_epochs
 
@@ -59,10 +60,11 @@ def test_the_gpu_command_instantiates_everything_but_the_weights(backbone_name, 
                              f"paths.run_dir={tmp_path}", "logger=csv"])
     assert cfg.trainer.accelerator == "gpu" and cfg.trainer.precision == "bf16-true"
     gpu = torch.cuda.is_available()
-    datamodule, backbone, model, callbacks, trainer = _instantiate_all(cfg, tmp_path,
+    datamodule, backbone, model, _callbacks, _trainer = _instantiate_all(cfg, tmp_path,
                                                                        accelerator=None if gpu else "cpu")
     assert backbone.path.startswith("Qwen/") and backbone.kind == model_kind and backbone.dtype is None
     assert model.lora["r"] == 16 and model.lora["modules_to_save"] is None and model.model is None
+    assert model.optimizer_factory.keywords["lr"] == 2e-4
     assert model.lora["exclude_modules"] == ".*visual.*"
     assert datamodule.levels == (3,)
 

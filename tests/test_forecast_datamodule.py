@@ -22,8 +22,8 @@ def events_file(tmp_path_factory):
 
 
 def _datamodule(events_file, tmp_path=None, **kwargs) -> ForecastDataModule:
-    args = dict(events=str(events_file), levels=[3], ks=[1, 10], n_context=5, max_eval_points=10,
-                batch_size=4, eval_batch_size=4, max_length=2048)
+    args = {"events": str(events_file), "levels": [3], "ks": [1, 10], "n_context": 5, "max_eval_points": 10,
+                "batch_size": 4, "eval_batch_size": 4, "max_length": 2048}
     if tmp_path is not None:
         args["save_points_to"] = str(tmp_path / "points")
     return ForecastDataModule(**{**args, **kwargs})

@@ -5,6 +5,9 @@ baselines alone."""
 from __future__ import annotations
 
 import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 import torch
@@ -48,7 +51,7 @@ def trained(tmp_path_factory):
 
 
 def test_training_run_writes_everything_a_run_folder_promises(trained):
-    tmp_path, _, cfg, result = trained
+    tmp_path, _, _cfg, _result = trained
     run = tmp_path / "train"
     assert (run / "config.yaml").is_file() and (run / "points" / "splits.json").is_file()
     assert (run / "checkpoints" / "last.ckpt").is_file()
@@ -126,3 +129,71 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     result = evaluate_run(levels)
     assert {(r["level"], r["k"]) for r in result["rows"]} == {(3, 1), (3, 10)}
     assert (tmp_path / "sweep_levels" / "sweep_levels.png").stat().st_size > 0
+
+
+def test_wandb_is_offline_without_a_project_and_keeps_its_run_id(tmp_path):
+    from egohorizon.run import build_loggers
+
+    cfg = _compose("train", [f"paths.run_dir={tmp_path}", "logger=default"])
+    first = {type(lg).__name__: lg for lg in build_loggers(cfg, tmp_path)}
+    assert set(first) == {"CSVLogger", "WandbLogger"}
+    run_id = (tmp_path / "wandb_id").read_text().strip()
+    assert first["WandbLogger"]._wandb_init["id"] == run_id and first["WandbLogger"]._offline
+    again = {type(lg).__name__: lg for lg in build_loggers(cfg, tmp_path)}
+    assert again["WandbLogger"]._wandb_init["id"] == run_id  # a resumed run continues the same W&B run
+    online = _compose("train", [f"paths.run_dir={tmp_path}", "logger=wandb", "logger.wandb.project=mine"])
+    assert not build_loggers(online, tmp_path)[0]._offline
+
+
+class RepeatLastChatServer:
+    """An OpenAI-compatible chat server on 127.0.0.1 that forecasts, three times over, the last activity of
+    the prompt's history: a predictor whose K = 1 score must equal repeat-last's exactly."""
+
+    LINE = re.compile(r"^\d\d:\d\d-\d\d:\d\d \([^)]*\) (.+)$", re.MULTILINE)
+
+    def __init__(self):
+        server = self
+        self.requests = 0
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                server.requests += 1
+                history = body["messages"][-1]["content"].split("Now:")[0]
+                last = server.LINE.findall(history)[-1]
+                content = json.dumps({"candidates": [[last]] * 3})
+                payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
+                                                                           "content": content}}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
+    events = write_toy_events(tmp_path)
+    server = RepeatLastChatServer()
+    try:
+        overrides = [*toy_overrides(events, tmp_path, "llm"), "predictors=[llm,repeat_last,random]",
+                     "embedder=exact", "data.ks=[1]", "llm.model=scripted", f"llm.base_url={server.url}",
+                     f"llm.cache_dir={tmp_path}/llm_cache"]
+        result = evaluate_run(_compose("eval", overrides))
+        metrics = result["metrics"]
+        assert metrics["test/llm_S_L3_K1"] == metrics["test/repeat_last_S_L3_K1"]
+        assert metrics["test/llm_invalid_rate_L3_K1"] == 0.0
+        n = int(metrics["test/llm_n_L3_K1"])
+        assert server.requests == n
+        rows = load_jsonl(tmp_path / "llm" / "predictions" / "llm.jsonl", ForecastPrediction)
+        assert len(rows) == n and all(r.model == "scripted" and r.prompt == "forecast" for r in rows)
+        again = evaluate_run(_compose("eval", [*overrides, f"paths.run_dir={tmp_path}/llm_again"]))
+        assert server.requests == n and again["metrics"] == metrics  # answered from the cache
+    finally:
+        server.httpd.shutdown()

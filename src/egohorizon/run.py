@@ -97,7 +97,7 @@ def build_loggers(cfg: DictConfig, run_dir: Path) -> list:
     from hydra.utils import instantiate
 
     loggers = []
-    for name, conf in (cfg.get("logger") or {}).items():
+    for conf in (cfg.get("logger") or {}).values():
         if not conf or "_target_" not in conf:
             continue
         if conf._target_.endswith("WandbLogger"):
@@ -112,9 +112,9 @@ def _wandb_arguments(conf: DictConfig, run_dir: Path) -> dict[str, Any]:
     if id_file.is_file():
         run_id = id_file.read_text().strip()
     else:
-        import wandb
+        import uuid
 
-        run_id = wandb.util.generate_id()
+        run_id = uuid.uuid4().hex[:8]  # W&B accepts any short [a-z0-9] id
         id_file.write_text(run_id + "\n")
     offline = conf.get("offline")
     return {"id": run_id, "resume": "allow", "project": conf.get("project") or "egohorizon",

@@ -9,6 +9,9 @@ callback uses (``egohorizon.callbacks.forecast_scoring``), so the numbers mean t
   ``base_path`` is given) and prompted with the prompt file saved beside it.
 - ``ckpt`` unset and ``model`` among the predictors: the backbone of the config, frozen, prompted in
   context to return ``num_candidates`` trajectories in one answer.
+- ``llm`` among the predictors: any chat model behind ``egohorizon.llm`` (an OpenAI-compatible server
+  such as vLLM or a hosted API, or a local transformers model), prompted in context with every
+  candidate in one answer; answers are cached on disk, so a re-run makes no new calls.
 - ``points``: a points JSONL file to evaluate instead of the data config's held-out split.
 """
 
@@ -26,7 +29,7 @@ from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
 
 log = logging.getLogger(__name__)
 
-PREDICTORS = ("model", "repeat_last", "random")
+PREDICTORS = ("model", "llm", "repeat_last", "random")
 
 
 # -- points -----------------------------------------------------------------------------------------
@@ -133,13 +136,17 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         evaluation = model_evaluation(cfg, model, datamodule, out_dir)
         metrics = {k.replace("test/", f"{split}/", 1): v for k, v in evaluation.metrics.items()}
         report = {"model": evaluation.report, **evaluation.baselines}
-    else:
+    else:  # the baselines need no model
         baseline = evaluate(points, repeat_last_predictions(points), get_embedder(cfg.embedder), split,
                             cfg.n_random_draws, cfg.seed, prefix="repeat_last")
         metrics = flat_metrics(baseline.report, split, "repeat_last")
         report = {"repeat_last": baseline.report}
         write_jsonl(out_dir / "predictions" / "repeat_last.jsonl",
                     [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c])
+    if "llm" in predictors:
+        llm = llm_evaluation(cfg, datamodule, out_dir, split)
+        metrics.update(llm.metrics)
+        report["llm"] = llm.report
     if "repeat_last" not in predictors:
         report.pop("repeat_last", None)
         metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
@@ -149,12 +156,40 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
             "reports": report, "rows": group_rows(metrics, split)}
 
 
+def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
+    """The ``llm`` predictor: each point's prompt (asking for ``num_candidates`` trajectories) sent to an
+    ``egohorizon.llm`` backend; each answer parsed into candidates and scored like the model's."""
+    from egohorizon.callbacks.forecast_scoring import candidates_from_texts, evaluate, prediction_records
+    from egohorizon.llm import make_backend
+    from egohorizon.metrics.embedders import get_embedder
+
+    conf = OmegaConf.to_container(cfg.llm, resolve=True)
+    if not conf.get("model"):
+        raise ConfigError("predictor llm: set llm.model (a model name on the server, or a hub id / local path)")
+    backend = make_backend(conf["model"], base_url=conf.get("base_url"), cache_dir=conf.get("cache_dir"),
+                           **(conf.get("options") or {}))
+    n = int(conf["num_candidates"])
+    points = datamodule.points["test"]
+    prompts = [datamodule.render_prompt(point, n_candidates=n) for point in points]
+    answers = backend.generate_many(prompts, max_new_tokens=int(conf["max_new_tokens"]),
+                                    temperature=float(conf["temperature"]), seed=int(cfg.seed), n=1)
+    texts = {point.id: list(answer) for point, answer in zip(points, answers)}
+    candidates = {pid: candidates_from_texts(t, "in_prompt", n) for pid, t in texts.items()}
+    evaluation = evaluate(points, candidates, get_embedder(cfg.embedder), split, cfg.n_random_draws, cfg.seed,
+                          prefix="llm")
+    prompt = datamodule.prompt
+    write_jsonl(out_dir / "predictions" / "llm.jsonl",
+                prediction_records(points, texts, candidates, backend.model_id, prompt.name, prompt.version,
+                                   int(cfg.seed)))
+    return evaluation
+
+
 def group_rows(metrics: dict[str, float], split: str) -> list[dict[str, Any]]:
     """One row per (source,) level and K found in the flat metrics, every predictor side by side."""
     rows: dict[str, dict[str, Any]] = {}
     for key, value in metrics.items():
         name = key.split("/", 1)[1]
-        for prefix in ("forecast", "repeat_last", "random"):
+        for prefix in ("forecast", "llm", "repeat_last", "random"):
             if not name.startswith(prefix + "_"):
                 continue
             rest = name[len(prefix) + 1:]
@@ -175,17 +210,21 @@ def _parse_group(group: str) -> dict[str, Any]:
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
+    """One line per group: each predictor's S_norm with its raw S (and invalid rate), random's S."""
     def num(value: Any) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
-    lines = [f"{'group':>18} {'n':>5} | {'model S_norm (S)':>17} {'inv':>5} | {'repeat-last S_norm (S)':>22} | "
-             f"{'random S':>8}"]
+    names = [(p, label) for p, label in (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
+             if any(f"{p}_S" in r for r in rows)]
+    header = f"{'group':>18} {'n':>5}" + "".join(f" | {label + ' S_norm (S) inv':>26}" for _, label in names)
+    lines = [header + f" | {'random S':>8}"]
     for r in rows:
-        n = r.get("forecast_n", r.get("repeat_last_n", 0))
-        inv = r.get("forecast_invalid_rate")
-        lines.append(f"{r['group']:>18} {int(n):>5} | {num(r.get('forecast_S_norm'))} ({num(r.get('forecast_S'))}) "
-                     f"{'' if inv is None else f'{inv:5.0%}':>5} | {num(r.get('repeat_last_S_norm'))} "
-                     f"({num(r.get('repeat_last_S'))})        | {num(r.get('random_S'))}")
+        n = next((r[f"{p}_n"] for p, _ in names if f"{p}_n" in r), 0)
+        line = f"{r['group']:>18} {int(n):>5}"
+        for p, _ in names:
+            inv = r.get(f"{p}_invalid_rate")
+            line += f" | {num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {'' if inv is None else f'{inv:4.0%}':>5}"
+        lines.append(line + f" | {num(r.get('random_S')):>8}")
     return "\n".join(lines)
 
 

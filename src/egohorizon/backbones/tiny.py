@@ -61,9 +61,9 @@ class TinyBackbone(Backbone):
                 f"tiny backbone: hidden_size ({hidden_size}) must split into num_heads ({num_heads}) heads of "
                 f"even size, and num_heads must be a multiple of num_kv_heads ({num_kv_heads})")
         self.architecture = architecture
-        self.sizes = dict(hidden_size=hidden_size, intermediate_size=intermediate_size, num_layers=num_layers,
-                          num_heads=num_heads, num_kv_heads=num_kv_heads, vocab_size=vocab_size,
-                          max_position_embeddings=max_position_embeddings)
+        self.sizes = {"hidden_size": hidden_size, "intermediate_size": intermediate_size, "num_layers": num_layers,
+                          "num_heads": num_heads, "num_kv_heads": num_kv_heads, "vocab_size": vocab_size,
+                          "max_position_embeddings": max_position_embeddings}
         self.seed = seed
         self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir() / "tiny_backbones"
         self.path: Path | None = None
@@ -168,25 +168,25 @@ class TinyBackbone(Backbone):
         mrope = [half - 2 * (half // 3), half // 3, half // 3]
         ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
                ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")}
-        text = dict(vocab_size=len(tokenizer), hidden_size=s["hidden_size"],
-                    intermediate_size=s["intermediate_size"], num_hidden_layers=s["num_layers"],
-                    num_attention_heads=s["num_heads"], num_key_value_heads=s["num_kv_heads"],
-                    max_position_embeddings=s["max_position_embeddings"],
-                    rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
-                    bos_token_id=tokenizer.eos_token_id, eos_token_id=tokenizer.eos_token_id,
-                    pad_token_id=tokenizer.pad_token_id)
-        common = dict(image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
-                      vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"])
+        text = {"vocab_size": len(tokenizer), "hidden_size": s["hidden_size"],
+                    "intermediate_size": s["intermediate_size"], "num_hidden_layers": s["num_layers"],
+                    "num_attention_heads": s["num_heads"], "num_key_value_heads": s["num_kv_heads"],
+                    "max_position_embeddings": s["max_position_embeddings"],
+                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
+                    "bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id,
+                    "pad_token_id": tokenizer.pad_token_id}
+        common = {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
+                      "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"]}
         if self.architecture == "qwen2_5_vl":
             from transformers import Qwen2_5_VLConfig
 
-            vision = dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
-                          out_hidden_size=s["hidden_size"], fullatt_block_indexes=[0])
+            vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
+                          "out_hidden_size": s["hidden_size"], "fullatt_block_indexes": [0]}
             config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common)
         else:
             from transformers import Qwen2VLConfig
 
-            vision = dict(depth=1, embed_dim=32, hidden_size=s["hidden_size"], mlp_ratio=2, num_heads=2)
+            vision = {"depth": 1, "embed_dim": 32, "hidden_size": s["hidden_size"], "mlp_ratio": 2, "num_heads": 2}
             config = Qwen2VLConfig(text_config=text, vision_config=vision, **common)
         # generate() reads these from the top-level config of a VLM.
         config.pad_token_id = tokenizer.pad_token_id
