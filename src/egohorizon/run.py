@@ -114,8 +114,13 @@ def _wandb_arguments(conf: DictConfig, run_dir: Path) -> dict[str, Any]:
     else:
         import uuid
 
+        from lightning.pytorch.utilities import rank_zero_only
+
         run_id = uuid.uuid4().hex[:8]  # W&B accepts any short [a-z0-9] id
-        id_file.write_text(run_id + "\n")
+        # Only rank zero logs to W&B; under srun every rank gets here at once, and another rank's id
+        # written last would send the resumed run to a new W&B run.
+        if rank_zero_only.rank == 0:
+            id_file.write_text(run_id + "\n")
     offline = conf.get("offline")
     return {"id": run_id, "resume": "allow", "project": conf.get("project") or "egohorizon",
             "offline": (conf.get("project") is None) if offline is None else bool(offline)}
