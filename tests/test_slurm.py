@@ -30,7 +30,7 @@ TOY = ["experiment=forecast_l3", "data.batch_size=2", "data.eval_batch_size=4", 
        "data.max_length=384", "data.max_train_points=64", "data.max_eval_points=4", "data.ks=[1]",
        "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
        "backbone.vocab_size=512", "trainer.log_every_n_steps=1", "trainer.max_epochs=-1",
-       "trainer.check_val_every_n_epoch=1000", "test_after_fit=false", "logger=csv"]
+       "trainer.check_val_every_n_epoch=1000", "test_after_fit=false"]
 MAX_STEPS = 300
 
 
@@ -114,8 +114,10 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     runs = tmp_path / "runs"
     env = {**cluster.env, "EGOHORIZON_RUN_ROOT": str(runs), "EGOHORIZON_PYTHON": sys.executable}
     # --time: a hung job is ended by Slurm instead of holding the test suite.
+    # logger=default: CSV and W&B (offline), to see the resumed run continue the same W&B run.
     job = cluster.sbatch("--ntasks-per-node=2", "--cpus-per-task=1", "--time=10", f"--output={tmp_path}/train-%j.out",
-                         "slurm/train.sbatch", *TOY, "strategy=ddp", f"trainer.max_steps={MAX_STEPS}", env=env)
+                         "slurm/train.sbatch", *TOY, "logger=default", "strategy=ddp", f"trainer.max_steps={MAX_STEPS}",
+                         env=env)
     log_file, run_dir = tmp_path / f"train-{job}.out", runs / job
 
     def training_started() -> bool:
@@ -151,6 +153,11 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     steps = read_metric_rows(run_dir / "csv" / "metrics.csv", "train/loss")
     assert steps == list(range(resumed_at, MAX_STEPS))
 
+    # One W&B run id, kept in the run folder, used by both attempts (offline: one folder per attempt).
+    wandb_id = (run_dir / "wandb_id").read_text().strip()
+    attempts = sorted(p.name for p in (run_dir / "wandb").glob("offline-run-*"))
+    assert len(attempts) == 2 and all(name.endswith(f"-{wandb_id}") for name in attempts), (wandb_id, attempts)
+
     # eval.sbatch on the finished run, on its held-out points.
     evaluation = cluster.sbatch("--cpus-per-task=1", "--time=10", f"--output={tmp_path}/eval-%j.out", "slurm/eval.sbatch",
                                 f"ckpt={run_dir}", f"points={run_dir}/points/points_test.jsonl", "embedder=exact",
@@ -165,7 +172,7 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
 def test_two_point_sweep_runs_through_the_submitit_launcher(cluster, tmp_path):
     sweep = tmp_path / "sweep"
     out = cluster.run(sys.executable, "train.py", "-m", "hydra/launcher=slurm", f"hydra.sweep.dir={sweep}",
-                      "hydra.launcher.cpus_per_task=1", "hydra.launcher.timeout_min=10", *TOY,
+                      "hydra.launcher.cpus_per_task=1", "hydra.launcher.timeout_min=10", *TOY, "logger=csv",
                       "trainer.max_steps=3", "model.optimizer.lr=1e-3,2e-3", timeout=600)
     # submitit submits the points as one array job: .submitit/<array id>_<task>/ holds each one's logs.
     job_ids = sorted(p.name for p in (sweep / ".submitit").iterdir() if re.fullmatch(r"\d+_\d+", p.name))
