@@ -64,8 +64,13 @@ class ForecastDataModule(L.LightningDataModule):
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
-        self.split_args = {"val_frac": val_frac, "test_frac": test_frac, "seed": seed, "strategy": split_strategy,
-                               "min_history_days": min_history_days}
+        self.split_args = {
+            "val_frac": val_frac,
+            "test_frac": test_frac,
+            "seed": seed,
+            "strategy": split_strategy,
+            "min_history_days": min_history_days,
+        }
         self.max_train_points, self.max_eval_points = max_train_points, max_eval_points
         self.prompt_name, self.eval_prompt_candidates = prompt, eval_prompt_candidates
         self.use_chat_template, self.max_length = use_chat_template, max_length
@@ -92,9 +97,13 @@ class ForecastDataModule(L.LightningDataModule):
                 check_points(points[name], events, split, expected_split=name)
         self.points, self.split = points, split
         counts = ", ".join(f"{name} {len(points[name])}" for name in SPLITS)
-        log.info("forecast points: %s (levels %s, K %s, context %d)", counts, self.levels, self.ks, self.n_context)
+        log.info(
+            "forecast points: %s (levels %s, K %s, context %d)", counts, self.levels, self.ks, self.n_context
+        )
         if not points["train"] and not points["test"]:
-            raise ConfigError("data: no forecast points were made; check data.levels/data.ks against the events")
+            raise ConfigError(
+                "data: no forecast points were made; check data.levels/data.ks against the events"
+            )
         if self.save_points_to:
             self._save_points(Path(self.save_points_to))
         return points
@@ -116,7 +125,13 @@ class ForecastDataModule(L.LightningDataModule):
 
         events = self.load_events()
         split = make_day_split(events, **self.split_args)
-        common = {"levels": self.levels, "ks": self.ks, "n_context": self.n_context, "seed": self.seed, "source": self.source}
+        common = {
+            "levels": self.levels,
+            "ks": self.ks,
+            "n_context": self.n_context,
+            "seed": self.seed,
+            "source": self.source,
+        }
         # The cap of build_points applies per split, level and K; training takes every point unless capped.
         built = build_points(events, split, max_points=self.max_train_points, **common)
         points = {"train": built["train"]}
@@ -142,8 +157,11 @@ class ForecastDataModule(L.LightningDataModule):
 
             split, events = DaySplit.load(folder / "splits.json"), self.load_events()
         else:
-            log.warning("data.points_dir %s: without data.events and a splits.json there, the leakage guard "
-                        "cannot re-check these points against the events", folder)
+            log.warning(
+                "data.points_dir %s: without data.events and a splits.json there, the leakage guard "
+                "cannot re-check these points against the events",
+                folder,
+            )
         return points, events, split
 
     def _save_points(self, folder: Path) -> None:
@@ -164,15 +182,19 @@ class ForecastDataModule(L.LightningDataModule):
 
         return load_prompt(self.prompt_name or FORECAST_PROMPT_NAME)
 
-    def render_prompt(self, point: ForecastPoint, n_candidates: int = 1, max_context: int | None = None) -> str:
+    def render_prompt(
+        self, point: ForecastPoint, n_candidates: int = 1, max_context: int | None = None
+    ) -> str:
         from egohorizon.prompts.forecast import render_forecast_prompt
 
-        text = render_forecast_prompt(point, prompt=self.prompt_name, n_candidates=n_candidates,
-                                      max_context=max_context)
+        text = render_forecast_prompt(
+            point, prompt=self.prompt_name, n_candidates=n_candidates, max_context=max_context
+        )
         if self._chat_template_on():
             messages = [{"role": "user", "content": text}]
-            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
-                                                      enable_thinking=False)
+            text = self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True, enable_thinking=False
+            )
         return text
 
     @staticmethod
@@ -209,16 +231,32 @@ class ForecastDataModule(L.LightningDataModule):
     def encode_point(self, point: ForecastPoint, n_candidates: int = 1) -> dict[str, Any]:
         """prompt ids, answer ids (+EOS); drops the oldest context events until both fit ``max_length``."""
         answer = self._encode(self.render_answer(point)) + [self.tokenizer.eos_token_id]
-        prompt = self._encode(self.render_prompt(point, n_candidates))
+        budget = self.max_length - len(answer)
         kept = len(point.context)
-        while len(prompt) + len(answer) > self.max_length and kept > 0:
-            kept = kept - max(1, kept // 10)
-            prompt = self._encode(self.render_prompt(point, n_candidates, max_context=kept))
-        if len(prompt) + len(answer) > self.max_length:
-            raise ConfigError(f"point {point.id}: even without context its prompt and answer take "
-                              f"{len(prompt) + len(answer)} tokens > data.max_length={self.max_length}")
-        return {"id": point.id, "k": point.k, "prompt_ids": prompt, "answer_ids": answer,
-                "context_kept": kept, "context_total": len(point.context)}
+        prompt = self._encode(self.render_prompt(point, n_candidates))
+        if len(prompt) > budget:  # binary search for the most recent events that fit
+            low, high, best = 0, kept - 1, None
+            while low <= high:
+                middle = (low + high) // 2
+                candidate = self._encode(self.render_prompt(point, n_candidates, max_context=middle))
+                if len(candidate) <= budget:
+                    low, best = middle + 1, (middle, candidate)
+                else:
+                    high = middle - 1
+            if best is None:
+                raise ConfigError(
+                    f"point {point.id}: even without context its prompt and answer take more than "
+                    f"data.max_length={self.max_length} tokens"
+                )
+            kept, prompt = best
+        return {
+            "id": point.id,
+            "k": point.k,
+            "prompt_ids": prompt,
+            "answer_ids": answer,
+            "context_kept": kept,
+            "context_total": len(point.context),
+        }
 
     def setup(self, stage: str | None = None) -> None:
         if self.tokenizer is None:
@@ -231,8 +269,13 @@ class ForecastDataModule(L.LightningDataModule):
                 items = [self.encode_point(p, n_candidates) for p in self.points[name]]
                 truncated = sum(item["context_kept"] < item["context_total"] for item in items)
                 if truncated:
-                    log.info("%s: %d of %d points had their oldest context events dropped to fit max_length=%d",
-                             name, truncated, len(items), self.max_length)
+                    log.info(
+                        "%s: %d of %d points had their oldest context events dropped to fit max_length=%d",
+                        name,
+                        truncated,
+                        len(items),
+                        self.max_length,
+                    )
                 self._datasets[name] = EncodedPoints(items)
 
     # -- loaders -------------------------------------------------------------------------------
@@ -240,11 +283,20 @@ class ForecastDataModule(L.LightningDataModule):
     def train_dataloader(self) -> DataLoader:
         dataset = self._datasets["train"]
         generator = torch.Generator().manual_seed(self.seed)
-        sampler = BucketBatchSampler(RandomSampler(dataset, generator=generator), batch_size=self.batch_size,
-                                     drop_last=False, lengths=dataset.lengths, bucket_factor=self.bucket_factor,
-                                     seed=self.seed)
-        return DataLoader(dataset, batch_sampler=sampler, collate_fn=TrainCollator(self.tokenizer.pad_token_id),
-                          num_workers=self.num_workers)
+        sampler = BucketBatchSampler(
+            RandomSampler(dataset, generator=generator),
+            batch_size=self.batch_size,
+            drop_last=False,
+            lengths=dataset.lengths,
+            bucket_factor=self.bucket_factor,
+            seed=self.seed,
+        )
+        return DataLoader(
+            dataset,
+            batch_sampler=sampler,
+            collate_fn=TrainCollator(self.tokenizer.pad_token_id),
+            num_workers=self.num_workers,
+        )
 
     def val_dataloader(self) -> DataLoader:
         return self._eval_loader("val")
@@ -254,8 +306,13 @@ class ForecastDataModule(L.LightningDataModule):
 
     def _eval_loader(self, name: str) -> DataLoader:
         dataset = self._datasets[name].sorted_for_generation()
-        return DataLoader(dataset, batch_size=self.eval_batch_size, sampler=SequentialSampler(dataset),
-                          collate_fn=EvalCollator(self.tokenizer.pad_token_id), num_workers=self.num_workers)
+        return DataLoader(
+            dataset,
+            batch_size=self.eval_batch_size,
+            sampler=SequentialSampler(dataset),
+            collate_fn=EvalCollator(self.tokenizer.pad_token_id),
+            num_workers=self.num_workers,
+        )
 
     def points_by_id(self, name: str) -> dict[str, ForecastPoint]:
         return {p.id: p for p in self.prepare_points()[name]}
@@ -285,8 +342,15 @@ class BucketBatchSampler(BatchSampler):
     ``DistributedSampler`` under DDP and each rank buckets its own share.
     """
 
-    def __init__(self, sampler, batch_size: int, drop_last: bool, lengths: Sequence[int] = (),
-                 bucket_factor: int = 50, seed: int = 0):
+    def __init__(
+        self,
+        sampler,
+        batch_size: int,
+        drop_last: bool,
+        lengths: Sequence[int] = (),
+        bucket_factor: int = 50,
+        seed: int = 0,
+    ):
         super().__init__(sampler, batch_size, drop_last)
         self.lengths, self.bucket_factor, self.seed = list(lengths), bucket_factor, seed
         self._epoch = 0
@@ -298,9 +362,9 @@ class BucketBatchSampler(BatchSampler):
         chunk = self.batch_size * max(1, self.bucket_factor)
         batches = []
         for start in range(0, len(indices), chunk):
-            bucket = sorted(indices[start:start + chunk], key=lambda i: self.lengths[i])
+            bucket = sorted(indices[start : start + chunk], key=lambda i: self.lengths[i])
             for first in range(0, len(bucket), self.batch_size):
-                batch = bucket[first:first + self.batch_size]
+                batch = bucket[first : first + self.batch_size]
                 if len(batch) == self.batch_size or not self.drop_last:
                     batches.append(batch)
         rng.shuffle(batches)
@@ -333,7 +397,10 @@ class EvalCollator(TrainCollator):
     def __call__(self, items: list[dict[str, Any]]) -> dict[str, Any]:
         batch = super().__call__(items)
         prompts = [i["prompt_ids"] for i in items]
-        batch.update(prompt_ids=_pad(prompts, self.pad_id, left=True),
-                     prompt_mask=_pad([[1] * len(p) for p in prompts], 0, left=True),
-                     ids=[i["id"] for i in items], k=[i["k"] for i in items])
+        batch.update(
+            prompt_ids=_pad(prompts, self.pad_id, left=True),
+            prompt_mask=_pad([[1] * len(p) for p in prompts], 0, left=True),
+            ids=[i["id"] for i in items],
+            k=[i["k"] for i in items],
+        )
         return batch

@@ -29,14 +29,14 @@ log = logging.getLogger(__name__)
 ADAPTER_META_FILE = "egohorizon_adapter.json"
 PROMPT_FILE = "prompt.json"
 GENERATION_DEFAULTS = {
-    "mode": "sequences",          # sequences: N outputs, one candidate each; in_prompt: 1 output with N candidates
+    "mode": "sequences",  # sequences: N outputs, one candidate each; in_prompt: 1 output with N candidates
     "num_candidates": 3,
-    "strategy": "sample",          # sample (seeded) | beam
+    "strategy": "sample",  # sample (seeded) | beam
     "temperature": 0.7,
     "top_p": 1.0,
     "top_k": 0,
-    "num_beams": None,             # beam search width; defaults to num_candidates
-    "max_new_tokens": 24,          # plus max_new_tokens_per_action * K of the batch
+    "num_beams": None,  # beam search width; defaults to num_candidates
+    "max_new_tokens": 24,  # plus max_new_tokens_per_action * K of the batch
     "max_new_tokens_per_action": 24,
     "seed": 0,
 }
@@ -57,7 +57,9 @@ class ForecastModule(L.LightningModule):
         super().__init__()
         unknown = set(generation or {}) - set(GENERATION_DEFAULTS)
         if unknown:
-            raise ConfigError(f"model.generation: unknown keys {sorted(unknown)}; known: {sorted(GENERATION_DEFAULTS)}")
+            raise ConfigError(
+                f"model.generation: unknown keys {sorted(unknown)}; known: {sorted(GENERATION_DEFAULTS)}"
+            )
         self.save_hyperparameters(ignore=["backbone", "optimizer", "scheduler"])
         self.backbone = backbone
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
@@ -108,8 +110,13 @@ class ForecastModule(L.LightningModule):
         self.model = model
         trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
         total = sum(p.numel() for p in model.parameters())
-        log.info("%s: %d of %d parameters trainable (%.2f%%)", self.backbone.model_id, trainable, total,
-                 100 * trainable / max(total, 1))
+        log.info(
+            "%s: %d of %d parameters trainable (%.2f%%)",
+            self.backbone.model_id,
+            trainable,
+            total,
+            100 * trainable / max(total, 1),
+        )
 
     def _inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> dict[str, torch.Tensor]:
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
@@ -140,11 +147,15 @@ class ForecastModule(L.LightningModule):
     def configure_optimizers(self):
         params = [p for p in self.model.parameters() if p.requires_grad]
         if not params:
-            raise ConfigError("model: nothing to train (no lora and no adapter); use eval.py to evaluate a backbone")
+            raise ConfigError(
+                "model: nothing to train (no lora and no adapter); use eval.py to evaluate a backbone"
+            )
         optimizer = self.optimizer_factory(params)
         if self.scheduler_factory is None:
             return optimizer
-        scheduler = _build_scheduler(self.scheduler_factory, optimizer, self.trainer.estimated_stepping_batches)
+        scheduler = _build_scheduler(
+            self.scheduler_factory, optimizer, self.trainer.estimated_stepping_batches
+        )
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": scheduler, "interval": "step"}}
 
     # -- checkpoints ---------------------------------------------------------------------------
@@ -165,13 +176,27 @@ class ForecastModule(L.LightningModule):
         (folder / PROMPT_FILE).write_text(json.dumps(prompt.to_dict(), indent=2, ensure_ascii=False))
         # The same prompt as a loadable file (load_prompt(path)), so eval renders exactly what was trained.
         (folder / f"{prompt.name}.txt").write_text(f"# version: {prompt.version}\n{prompt.template}")
-        meta = {"model_id": self.backbone.model_id, "base_path": self.backbone.base_path,
-                "backbone": self.backbone.describe(), "prompt": {"name": prompt.name, "version": prompt.version},
-                "generation": self.generation, **self.adapter_metadata}
+        meta = {
+            "model_id": self.backbone.model_id,
+            "base_path": self.backbone.base_path,
+            "backbone": self.backbone.describe(),
+            "prompt": {"name": prompt.name, "version": prompt.version},
+            "generation": self.generation,
+            **self.adapter_metadata,
+        }
         (folder / ADAPTER_META_FILE).write_text(json.dumps(meta, indent=2, default=str))
         return folder
 
     # -- generation ----------------------------------------------------------------------------
+
+    def _sharded(self) -> bool:
+        from egohorizon.callbacks.adapter_checkpoint import is_sharded_strategy
+
+        try:
+            strategy = self.trainer.strategy
+        except RuntimeError:  # generating outside a Trainer
+            return False
+        return is_sharded_strategy(strategy)
 
     @torch.no_grad()
     def generate_texts(self, batch: dict[str, Any], batch_idx: int = 0) -> list[list[str]]:
@@ -183,21 +208,25 @@ class ForecastModule(L.LightningModule):
             "num_return_sequences": per_point,
             "pad_token_id": self.tokenizer.pad_token_id,
             "eos_token_id": self.tokenizer.eos_token_id,
+            # Sharded weights (ZeRO-3, FSDP): every rank must keep stepping until all ranks are done.
+            "synced_gpus": self._sharded(),
         }
         if g["strategy"] == "beam":
             kwargs.update(do_sample=False, num_beams=max(g["num_beams"] or per_point, per_point))
         elif g["strategy"] == "sample":
             kwargs.update(do_sample=True, temperature=g["temperature"], top_p=g["top_p"], top_k=g["top_k"])
         else:
-            raise ConfigError(f"model.generation.strategy: expected 'sample' or 'beam', got {g['strategy']!r}")
+            raise ConfigError(
+                f"model.generation.strategy: expected 'sample' or 'beam', got {g['strategy']!r}"
+            )
         prompt_ids, prompt_mask = batch["prompt_ids"], batch["prompt_mask"]
         devices = [self.device] if self.device.type == "cuda" else []
         # Seeded per batch and isolated from the training RNG: the same seed gives the same outputs.
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(g["seed"] * 1_000_003 + batch_idx)
             out = self.model.generate(**self._inputs(prompt_ids, prompt_mask), **kwargs)
-        texts = self.tokenizer.batch_decode(out[:, prompt_ids.shape[1]:], skip_special_tokens=True)
-        return [texts[i * per_point:(i + 1) * per_point] for i in range(prompt_ids.shape[0])]
+        texts = self.tokenizer.batch_decode(out[:, prompt_ids.shape[1] :], skip_special_tokens=True)
+        return [texts[i * per_point : (i + 1) * per_point] for i in range(prompt_ids.shape[0])]
 
 
 def _build_scheduler(factory, optimizer, total_steps: float):
@@ -211,6 +240,8 @@ def _build_scheduler(factory, optimizer, total_steps: float):
         wants_total = False
     if wants_total:
         if not math.isfinite(total_steps):
-            raise ConfigError("model.scheduler needs a finite run: set trainer.max_steps or trainer.max_epochs")
+            raise ConfigError(
+                "model.scheduler needs a finite run: set trainer.max_steps or trainer.max_epochs"
+            )
         return factory(optimizer, num_training_steps=int(total_steps))
     return factory(optimizer)

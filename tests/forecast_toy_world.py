@@ -44,9 +44,19 @@ def toy_events(participants: int = 2, days: int = 14, seed: int = 0) -> list[Eve
                 if step and rng.random() < 0.15:
                     continue  # a skipped step keeps the sequence from being perfectly periodic
                 duration = rng.randint(600, 2400)
-                events.append(Event(id=f"{participant}-{d:02d}-{step}", participant=participant,
-                                    day=day.strftime("%Y-%m-%d"), session=f"{participant}-{d:02d}-s{session}",
-                                    level=3, start=t, end=t + duration, text=rng.choice(wordings), source="toy"))
+                events.append(
+                    Event(
+                        id=f"{participant}-{d:02d}-{step}",
+                        participant=participant,
+                        day=day.strftime("%Y-%m-%d"),
+                        session=f"{participant}-{d:02d}-s{session}",
+                        level=3,
+                        start=t,
+                        end=t + duration,
+                        text=rng.choice(wordings),
+                        source="toy",
+                    )
+                )
                 t += duration + rng.choice([0, 120, 1200])
                 if rng.random() < 0.2:
                     session += 1

@@ -17,7 +17,14 @@ CORPUS = [
     '{"candidates": [["write code at my desk"]]}',
     '{"candidates": [["have lunch with colleagues", "go to the gym"]]}',
 ] * 20
-TOY = {"hidden_size": 32, "intermediate_size": 64, "num_layers": 1, "num_heads": 2, "num_kv_heads": 1, "vocab_size": 300}
+TOY = {
+    "hidden_size": 32,
+    "intermediate_size": 64,
+    "num_layers": 1,
+    "num_heads": 2,
+    "num_kv_heads": 1,
+    "vocab_size": 300,
+}
 
 
 def _tiny(tmp_path, **kwargs) -> TinyBackbone:
@@ -26,8 +33,10 @@ def _tiny(tmp_path, **kwargs) -> TinyBackbone:
     return backbone
 
 
-@pytest.mark.parametrize("architecture, class_name", [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
-                                                      ("qwen2_vl", "Qwen2VLForConditionalGeneration")])
+@pytest.mark.parametrize(
+    "architecture, class_name",
+    [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"), ("qwen2_vl", "Qwen2VLForConditionalGeneration")],
+)
 def test_tiny_backbone_is_a_real_qwen_vl_that_trains_and_generates(tmp_path, architecture, class_name):
     backbone = _tiny(tmp_path, architecture=architecture)
     tokenizer, model = backbone.load_tokenizer(), backbone.load_model()
@@ -38,8 +47,13 @@ def test_tiny_backbone_is_a_real_qwen_vl_that_trains_and_generates(tmp_path, arc
     types = torch.zeros_like(batch["input_ids"], dtype=torch.int)
     loss = model(**batch, mm_token_type_ids=types, labels=batch["input_ids"]).loss
     assert torch.isfinite(loss) and loss.item() > 0
-    out = model.generate(**batch, mm_token_type_ids=types, max_new_tokens=3, do_sample=False,
-                         pad_token_id=tokenizer.pad_token_id)
+    out = model.generate(
+        **batch,
+        mm_token_type_ids=types,
+        max_new_tokens=3,
+        do_sample=False,
+        pad_token_id=tokenizer.pad_token_id,
+    )
     assert out.shape == (2, batch["input_ids"].shape[1] + 3)
 
 
@@ -90,8 +104,15 @@ def test_hf_backbone_loads_a_local_folder_by_its_architecture(tmp_path):
     assert vlm.load_tokenizer().pad_token_id == 0
     # A text-only checkpoint goes through AutoModelForCausalLM.
     text_folder = tmp_path / "qwen3"
-    config = Qwen3Config(vocab_size=300, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, head_dim=16)
+    config = Qwen3Config(
+        vocab_size=300,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        head_dim=16,
+    )
     Qwen3ForCausalLM(config).save_pretrained(text_folder)
     model = HFBackbone(path=str(text_folder), dtype="bfloat16").load_model()
     assert type(model).__name__ == "Qwen3ForCausalLM" and model.dtype == torch.bfloat16

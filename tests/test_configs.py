@@ -15,8 +15,14 @@ from egohorizon.run import build_callbacks, build_loggers, build_model
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF = REPO_ROOT / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
-TOY = ["backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1", "backbone.num_heads=2",
-       "backbone.num_kv_heads=1", "backbone.vocab_size=300"]
+TOY = [
+    "backbone.hidden_size=32",
+    "backbone.intermediate_size=64",
+    "backbone.num_layers=1",
+    "backbone.num_heads=2",
+    "backbone.num_kv_heads=1",
+    "backbone.vocab_size=300",
+]
 
 
 def _compose(name: str, overrides: list[str]):
@@ -39,29 +45,50 @@ def _instantiate_all(cfg, run_dir: Path, accelerator: str | None = None):
 
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
-    cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY,
-                             "data=forecast_events", f"data.events={tmp_path}/events.jsonl"])
+    cfg = _compose(
+        "train",
+        [
+            f"experiment={experiment}",
+            f"paths.run_dir={tmp_path}",
+            "logger=csv",
+            *TOY,
+            "data=forecast_events",
+            f"data.events={tmp_path}/events.jsonl",
+        ],
+    )
     datamodule, backbone, model, callbacks, trainer = _instantiate_all(cfg, tmp_path)
     level = int(experiment.split("_")[1][1:])
     assert datamodule.levels == (level,) and cfg.task_name == experiment
     assert set(datamodule.ks) == ({int(experiment.rsplit("_k", 1)[1])} if "_k" in experiment else {1, 10})
     assert type(backbone).__name__ == "TinyBackbone" and backbone.sizes["hidden_size"] == 32
-    assert model.lora["modules_to_save"] == ["embed_tokens", "lm_head"] and model.model is None  # no weights yet
+    assert (
+        model.lora["modules_to_save"] == ["embed_tokens", "lm_head"] and model.model is None
+    )  # no weights yet
     assert model.optimizer_factory.keywords["lr"] == 2e-3  # finetune/tiny.yaml: a random model learns faster
     assert {type(c).__name__ for c in callbacks} >= {"AdapterCheckpoint", "ForecastEvalCallback"}
     assert trainer.max_epochs == cfg.trainer.max_epochs
 
 
-@pytest.mark.parametrize("backbone_name, model_kind", [("qwen2_5_vl_7b", "vlm"), ("qwen3_vl_8b", "vlm"),
-                                                       ("qwen3_8b", "causal_lm")])
+@pytest.mark.parametrize(
+    "backbone_name, model_kind", [("qwen2_5_vl_7b", "vlm"), ("qwen3_vl_8b", "vlm"), ("qwen3_8b", "causal_lm")]
+)
 def test_the_gpu_command_instantiates_everything_but_the_weights(backbone_name, model_kind, tmp_path):
     # python train.py experiment=forecast_l3 backbone=<name> trainer=gpu
-    cfg = _compose("train", ["experiment=forecast_l3", f"backbone={backbone_name}", "trainer=gpu",
-                             f"paths.run_dir={tmp_path}", "logger=csv"])
+    cfg = _compose(
+        "train",
+        [
+            "experiment=forecast_l3",
+            f"backbone={backbone_name}",
+            "trainer=gpu",
+            f"paths.run_dir={tmp_path}",
+            "logger=csv",
+        ],
+    )
     assert cfg.trainer.accelerator == "gpu" and cfg.trainer.precision == "bf16-true"
     gpu = torch.cuda.is_available()
-    datamodule, backbone, model, _callbacks, _trainer = _instantiate_all(cfg, tmp_path,
-                                                                       accelerator=None if gpu else "cpu")
+    datamodule, backbone, model, _callbacks, _trainer = _instantiate_all(
+        cfg, tmp_path, accelerator=None if gpu else "cpu"
+    )
     assert backbone.path.startswith("Qwen/") and backbone.kind == model_kind and backbone.dtype is None
     assert model.lora["r"] == 16 and model.lora["modules_to_save"] is None and model.model is None
     assert model.optimizer_factory.keywords["lr"] == 2e-4
@@ -76,8 +103,15 @@ def test_the_big_backbones_lora_touches_only_the_language_model(tmp_path):
     from egohorizon.backbones import TinyBackbone
 
     lora = _compose("train", ["backbone=qwen2_5_vl_7b", f"paths.run_dir={tmp_path}"]).model.lora
-    backbone = TinyBackbone(cache_dir=str(tmp_path), hidden_size=32, intermediate_size=64, num_layers=1,
-                            num_heads=2, num_kv_heads=1, vocab_size=300)
+    backbone = TinyBackbone(
+        cache_dir=str(tmp_path),
+        hidden_size=32,
+        intermediate_size=64,
+        num_layers=1,
+        num_heads=2,
+        num_kv_heads=1,
+        vocab_size=300,
+    )
     backbone.prepare(corpus=lambda: ["have breakfast", "ride to work"] * 20)
     model = get_peft_model(backbone.load_model(), LoraConfig(task_type="CAUSAL_LM", **dict(lora)))
     adapted = [name for name, _ in model.named_modules() if name.endswith("lora_A")]
@@ -105,5 +139,13 @@ def test_eval_config_composes_with_the_studies(tmp_path):
         assert cfg.sweep.name == sweep
     cfg = _compose("eval", [f"paths.run_dir={tmp_path}"])
     assert list(cfg.sweep.n_context if "sweep" in cfg else []) == []
-    assert list(_compose("eval", ["+sweep=context", f"paths.run_dir={tmp_path}"]).sweep.n_context) == \
-        [1, 3, 10, 30, 100, 300, 1000, 3000]
+    assert list(_compose("eval", ["+sweep=context", f"paths.run_dir={tmp_path}"]).sweep.n_context) == [
+        1,
+        3,
+        10,
+        30,
+        100,
+        300,
+        1000,
+        3000,
+    ]

@@ -22,8 +22,16 @@ def events_file(tmp_path_factory):
 
 
 def _datamodule(events_file, tmp_path=None, **kwargs) -> ForecastDataModule:
-    args = {"events": str(events_file), "levels": [3], "ks": [1, 10], "n_context": 5, "max_eval_points": 10,
-                "batch_size": 4, "eval_batch_size": 4, "max_length": 2048}
+    args = {
+        "events": str(events_file),
+        "levels": [3],
+        "ks": [1, 10],
+        "n_context": 5,
+        "max_eval_points": 10,
+        "batch_size": 4,
+        "eval_batch_size": 4,
+        "max_length": 2048,
+    }
     if tmp_path is not None:
         args["save_points_to"] = str(tmp_path / "points")
     return ForecastDataModule(**{**args, **kwargs})
@@ -63,7 +71,9 @@ def test_training_labels_cover_exactly_the_answer_and_eos(prepared):
         first = int((labels != IGNORE_INDEX).nonzero()[0])
         assert tokenizer.decode(ids[:first][mask[:first].bool()]).rstrip().endswith("activity descriptions.")
         # right padding: masked positions are padding and never in the loss
-        assert torch.all(labels[mask == 0] == IGNORE_INDEX) and torch.all(ids[mask == 0] == tokenizer.pad_token_id)
+        assert torch.all(labels[mask == 0] == IGNORE_INDEX) and torch.all(
+            ids[mask == 0] == tokenizer.pad_token_id
+        )
 
 
 def test_eval_batches_left_pad_prompts_and_keep_ids(prepared):
@@ -74,7 +84,7 @@ def test_eval_batches_left_pad_prompts_and_keep_ids(prepared):
     assert torch.all(batch["prompt_mask"][:, -1] == 1)  # left padding: every prompt ends at the right edge
     item = next(i for i in prepared._datasets["test"].items if i["id"] == batch["ids"][0])
     width = batch["prompt_ids"].shape[1]
-    assert batch["prompt_ids"][0, width - len(item["prompt_ids"]):].tolist() == item["prompt_ids"]
+    assert batch["prompt_ids"][0, width - len(item["prompt_ids"]) :].tolist() == item["prompt_ids"]
     ks = [k for b in batches for k in b["k"]]
     assert ks == sorted(ks)  # same K together: a batch's generation budget depends on its K
 
@@ -96,8 +106,14 @@ def test_long_prompts_lose_their_oldest_context_first(events_file):
 
 def test_bucket_sampler_yields_every_index_once_in_similar_lengths():
     lengths = [5, 50, 6, 51, 7, 52, 8, 53, 9]
-    sampler = BucketBatchSampler(SequentialSampler(range(len(lengths))), batch_size=2, drop_last=False,
-                                 lengths=lengths, bucket_factor=10, seed=3)
+    sampler = BucketBatchSampler(
+        SequentialSampler(range(len(lengths))),
+        batch_size=2,
+        drop_last=False,
+        lengths=lengths,
+        bucket_factor=10,
+        seed=3,
+    )
     batches = list(sampler)
     assert sorted(i for b in batches for i in b) == list(range(len(lengths)))
     assert all(max(lengths[i] for i in b) - min(lengths[i] for i in b) <= 41 for b in batches)
@@ -108,14 +124,18 @@ def test_bucket_sampler_yields_every_index_once_in_similar_lengths():
 def test_points_dir_is_rechecked_by_the_leakage_guard(events_file, tmp_path):
     source = _datamodule(events_file, tmp_path)
     points = source.prepare_points()
-    loaded = ForecastDataModule(points_dir=str(tmp_path / "points"), events=str(events_file), levels=[3], ks=[1])
+    loaded = ForecastDataModule(
+        points_dir=str(tmp_path / "points"), events=str(events_file), levels=[3], ks=[1]
+    )
     assert [p.id for p in loaded.prepare_points()["test"]] == [p.id for p in points["test"] if p.k == 1]
     # A held-out point slipped into the training file: its targets lie on test days.
     folder = tmp_path / "leaky"
     write_jsonl(folder / "points_train.jsonl", points["train"][:3] + points["test"][:1])
     source.split.save(folder / "splits.json")
     with pytest.raises(LeakageError, match=points["test"][0].id.replace("/", ".")):
-        ForecastDataModule(points_dir=str(folder), events=str(events_file), levels=[3], ks=[1, 10]).prepare_points()
+        ForecastDataModule(
+            points_dir=str(folder), events=str(events_file), levels=[3], ks=[1, 10]
+        ).prepare_points()
 
 
 def test_configuration_mistakes_are_named(events_file, tmp_path):

@@ -15,9 +15,22 @@ import pytest
 def test_demo_model_beats_repeat_last_at_k1(repo_root, tmp_path):
     run_dir = tmp_path / "demo"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "WANDB_MODE": "offline"}
-    done = subprocess.run([sys.executable, "train.py", "experiment=forecast_l3", f"paths.run_dir={run_dir}",
-                           f"paths.cache_dir={tmp_path}/cache", "trainer.enable_progress_bar=false"],
-                          cwd=repo_root, env=env, capture_output=True, text=True, timeout=3600, check=False)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "train.py",
+            "experiment=forecast_l3",
+            f"paths.run_dir={run_dir}",
+            f"paths.cache_dir={tmp_path}/cache",
+            "trainer.enable_progress_bar=false",
+        ],
+        cwd=repo_root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "trained model" in done.stdout and "repeat-last" in done.stdout  # the summary table
     summary = {row["k"]: row for row in json.loads((run_dir / "metrics.json").read_text())["summary"]}

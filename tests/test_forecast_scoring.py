@@ -19,10 +19,21 @@ from egohorizon.schema import ForecastPoint, ForecastPrediction
 
 
 def _point(pid: str, context: list[str], targets: list[str], source: str = "toy") -> ForecastPoint:
-    events = [{"id": f"{pid}-{i}", "start": 10.0 * i, "end": 10.0 * i + 5, "text": t} for i, t in enumerate(context)]
+    events = [
+        {"id": f"{pid}-{i}", "start": 10.0 * i, "end": 10.0 * i + 5, "text": t} for i, t in enumerate(context)
+    ]
     t0 = 10.0 * len(context)
-    return ForecastPoint(id=pid, source=source, participant="p1", level=3, k=len(targets), t0=t0, context=events,
-                         targets=targets, windows=[[t0 + i, t0 + i + 1] for i in range(len(targets))])
+    return ForecastPoint(
+        id=pid,
+        source=source,
+        participant="p1",
+        level=3,
+        k=len(targets),
+        t0=t0,
+        context=events,
+        targets=targets,
+        windows=[[t0 + i, t0 + i + 1] for i in range(len(targets))],
+    )
 
 
 def test_candidates_from_sampled_sequences_and_from_one_in_context_answer():
@@ -39,16 +50,23 @@ def test_candidates_from_sampled_sequences_and_from_one_in_context_answer():
 def test_evaluate_scores_model_repeat_last_and_random_by_hand():
     # p1: the model's second sample is right, repeat-last ("brew tea") is wrong.
     # p2: the model's outputs are all invalid, repeat-last ("wash up") is right.
-    points = [_point("p1", ["wake up", "brew tea"], ["make coffee"]),
-              _point("p2", ["eat", "wash up"], ["wash up"])]
-    candidates = {"p1": candidates_from_texts(['{"candidates": [["drink water"]]}',
-                                               '{"candidates": [["make coffee"]]}']),
-                  "p2": candidates_from_texts(["garbage"])}
+    points = [
+        _point("p1", ["wake up", "brew tea"], ["make coffee"]),
+        _point("p2", ["eat", "wash up"], ["wash up"]),
+    ]
+    candidates = {
+        "p1": candidates_from_texts(
+            ['{"candidates": [["drink water"]]}', '{"candidates": [["make coffee"]]}']
+        ),
+        "p2": candidates_from_texts(["garbage"]),
+    }
     result = evaluate(points, candidates, get_embedder("exact"), "test", n_random_draws=3, seed=0)
     m = result.metrics
     # The random pool holds the other point's target only, which never matches: S_rand = 0.
     assert m["test/random_S_L3_K1"] == 0.0
-    assert m["test/forecast_S_L3_K1"] == pytest.approx(0.5) and m["test/forecast_S_norm_L3_K1"] == pytest.approx(0.5)
+    assert m["test/forecast_S_L3_K1"] == pytest.approx(0.5) and m[
+        "test/forecast_S_norm_L3_K1"
+    ] == pytest.approx(0.5)
     assert m["test/forecast_invalid_rate_L3_K1"] == 0.5 and m["test/forecast_n_L3_K1"] == 2
     assert m["test/repeat_last_S_L3_K1"] == pytest.approx(0.5)
     assert m["test/repeat_last_invalid_rate_L3_K1"] == 0.0
@@ -76,19 +94,39 @@ def test_prediction_records_keep_raw_text_and_stay_rescorable():
     assert rows[0]["candidates"] == [["b"]] and "text" not in rows[0]
     assert rows[1]["text"] == "nonsense" and "candidates" not in rows[1]  # re-parsed: invalid again
     assert rows[1]["raw_texts"] == texts["p2"]
-    assert {(r["model"], r["prompt"], r["prompt_version"], r["seed"]) for r in rows} == {("tiny@x", "forecast", "1", 7)}
+    assert {(r["model"], r["prompt"], r["prompt_version"], r["seed"]) for r in rows} == {
+        ("tiny@x", "forecast", "1", 7)
+    }
     for row in rows:
         record, problems = ForecastPrediction.from_dict(row)
         assert record is not None and not problems
 
 
 def test_summary_table_puts_model_next_to_the_baselines():
-    metrics = {"test/forecast_S_L3_K1": 0.6, "test/forecast_S_norm_L3_K1": 0.5, "test/forecast_n_L3_K1": 10.0,
-               "test/forecast_invalid_rate_L3_K1": 0.1, "test/repeat_last_S_L3_K1": 0.4,
-               "test/repeat_last_S_norm_L3_K1": 0.25, "test/random_S_L3_K1": 0.2}
+    metrics = {
+        "test/forecast_S_L3_K1": 0.6,
+        "test/forecast_S_norm_L3_K1": 0.5,
+        "test/forecast_n_L3_K1": 10.0,
+        "test/forecast_invalid_rate_L3_K1": 0.1,
+        "test/repeat_last_S_L3_K1": 0.4,
+        "test/repeat_last_S_norm_L3_K1": 0.25,
+        "test/random_S_L3_K1": 0.2,
+    }
     rows = summary_rows(metrics, "test")
-    assert rows == [{"level": 3, "k": 1, "n": 10, "model_S": 0.6, "model_S_norm": 0.5, "model_invalid_rate": 0.1,
-                     "repeat_last_S": 0.4, "repeat_last_S_norm": 0.25, "random_S": 0.2, "random_S_norm": 0.0}]
+    assert rows == [
+        {
+            "level": 3,
+            "k": 1,
+            "n": 10,
+            "model_S": 0.6,
+            "model_S_norm": 0.5,
+            "model_invalid_rate": 0.1,
+            "repeat_last_S": 0.4,
+            "repeat_last_S_norm": 0.25,
+            "random_S": 0.2,
+            "random_S_norm": 0.0,
+        }
+    ]
     text = format_summary(rows)
     assert "0.500 ( 0.600)" in text and "0.250 ( 0.400)" in text and "0.000 ( 0.200)" in text
     assert "L3_K1" in format_rows(group_rows(metrics, "test"))

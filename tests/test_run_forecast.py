@@ -18,17 +18,34 @@ from egohorizon.run import resolve_ckpt_path, train
 from egohorizon.run_eval import evaluate_run, resolve_adapter
 from egohorizon.schema import ForecastPrediction, load_jsonl
 
-TOY_BACKBONE = ["backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
-                "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300"]
+TOY_BACKBONE = [
+    "backbone.hidden_size=32",
+    "backbone.intermediate_size=64",
+    "backbone.num_layers=1",
+    "backbone.num_heads=2",
+    "backbone.num_kv_heads=1",
+    "backbone.vocab_size=300",
+]
 
 
 def toy_overrides(events, tmp_path, run_name: str) -> list[str]:
     return [
-        "data=forecast_events", f"data.events={events}", "data.n_context=4", "data.max_train_points=12",
-        "data.max_eval_points=3", "data.batch_size=4", "data.eval_batch_size=4", "data.max_length=2048",
-        "data.num_workers=0", *TOY_BACKBONE, f"backbone.cache_dir={tmp_path}/cache",
-        "model.generation.max_new_tokens=6", "model.generation.max_new_tokens_per_action=2",
-        f"paths.run_dir={tmp_path}/{run_name}", f"paths.cache_dir={tmp_path}/cache", "trainer.enable_progress_bar=false",
+        "data=forecast_events",
+        f"data.events={events}",
+        "data.n_context=4",
+        "data.max_train_points=12",
+        "data.max_eval_points=3",
+        "data.batch_size=4",
+        "data.eval_batch_size=4",
+        "data.max_length=2048",
+        "data.num_workers=0",
+        *TOY_BACKBONE,
+        f"backbone.cache_dir={tmp_path}/cache",
+        "model.generation.max_new_tokens=6",
+        "model.generation.max_new_tokens_per_action=2",
+        f"paths.run_dir={tmp_path}/{run_name}",
+        f"paths.cache_dir={tmp_path}/cache",
+        "trainer.enable_progress_bar=false",
     ]
 
 
@@ -43,8 +60,14 @@ def _compose(name: str, overrides: list[str]):
 def trained(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("run")
     events = write_toy_events(tmp_path)
-    overrides = ["experiment=forecast_l3", *toy_overrides(events, tmp_path, "train"), "logger=csv",
-                 "trainer.max_epochs=2", "trainer.check_val_every_n_epoch=1", "callbacks.forecast_eval.embedder=exact"]
+    overrides = [
+        "experiment=forecast_l3",
+        *toy_overrides(events, tmp_path, "train"),
+        "logger=csv",
+        "trainer.max_epochs=2",
+        "trainer.check_val_every_n_epoch=1",
+        "callbacks.forecast_eval.embedder=exact",
+    ]
     cfg = _compose("train", overrides)
     result = train(cfg)
     return tmp_path, events, cfg, result
@@ -56,24 +79,38 @@ def test_training_run_writes_everything_a_run_folder_promises(trained):
     assert (run / "config.yaml").is_file() and (run / "points" / "splits.json").is_file()
     assert (run / "checkpoints" / "last.ckpt").is_file()
     adapter = run / "checkpoints" / "last.adapter"
-    for name in ("adapter_config.json", "adapter_model.safetensors", "tokenizer.json", "forecast.txt",
-                 "prompt.json", "egohorizon_adapter.json"):
+    for name in (
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "tokenizer.json",
+        "forecast.txt",
+        "prompt.json",
+        "egohorizon_adapter.json",
+    ):
         assert (adapter / name).is_file(), name
     meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
     assert meta["prompt"]["name"] == "forecast" and meta["data"]["n_context"] == 4
     assert json.loads((adapter / "adapter_config.json").read_text())["modules_to_save"]
     # Lightning checkpoints hold the trainable weights only (adapter + embeddings + head), not the base.
-    state = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)["state_dict"]
+    state = torch.load(run / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)[
+        "state_dict"
+    ]
     assert state and all("lora_" in k or "modules_to_save" in k for k in state)
     predictions = load_jsonl(run / "predictions" / "test.jsonl", ForecastPrediction)
-    assert predictions and all(p.model.startswith("tiny-qwen2_5_vl@") and p.prompt == "forecast" for p in predictions)
+    assert predictions and all(
+        p.model.startswith("tiny-qwen2_5_vl@") and p.prompt == "forecast" for p in predictions
+    )
     assert all(p.seed == 0 and p.extra["raw_texts"] for p in predictions)
     assert sorted(run.glob("predictions/val_epoch*.jsonl"))  # validation generated too
     metrics = json.loads((run / "metrics.json").read_text())
     assert {row["k"] for row in metrics["summary"]} == {1, 10}
     test_metrics = metrics["metrics"]["test"]
-    for key in ("test/forecast_S_norm_L3_K1", "test/repeat_last_S_norm_L3_K10", "test/random_S_L3_K1",
-                "test/forecast_invalid_rate_L3_K10"):
+    for key in (
+        "test/forecast_S_norm_L3_K1",
+        "test/repeat_last_S_norm_L3_K10",
+        "test/random_S_L3_K1",
+        "test/forecast_invalid_rate_L3_K10",
+    ):
         assert key in test_metrics
     header = (run / "csv" / "metrics.csv").read_text().splitlines()[0]
     assert "test/forecast_S_norm_L3_K1" in header and "train/loss" in header
@@ -95,8 +132,9 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
         cfg = _compose("eval", [*toy_overrides(events, tmp_path, name), f"ckpt={run}", "embedder=exact"])
         results.append(evaluate_run(cfg))
     assert results[0]["metrics"] == results[1]["metrics"]
-    assert (tmp_path / "eval_a" / "predictions" / "test.jsonl").read_text() == \
-        (tmp_path / "eval_b" / "predictions" / "test.jsonl").read_text()
+    assert (tmp_path / "eval_a" / "predictions" / "test.jsonl").read_text() == (
+        tmp_path / "eval_b" / "predictions" / "test.jsonl"
+    ).read_text()
     assert "test/forecast_S_L3_K1" in results[0]["metrics"]
     report = json.loads((tmp_path / "eval_a" / "report.json").read_text())
     assert {"model", "repeat_last"} <= set(report["reports"])
@@ -104,8 +142,16 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
 
 def test_baselines_alone_need_no_model(trained):
     tmp_path, events, _, _ = trained
-    cfg = _compose("eval", [*toy_overrides(events, tmp_path, "baselines"), "predictors=[repeat_last,random]",
-                            "embedder=exact", "data.levels=[3]", "data.ks=[1]"])
+    cfg = _compose(
+        "eval",
+        [
+            *toy_overrides(events, tmp_path, "baselines"),
+            "predictors=[repeat_last,random]",
+            "embedder=exact",
+            "data.levels=[3]",
+            "data.ks=[1]",
+        ],
+    )
     result = evaluate_run(cfg)
     assert result["model_id"] is None
     assert set(result["metrics"]) >= {"test/repeat_last_S_L3_K1", "test/random_S_L3_K1"}
@@ -116,7 +162,9 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     tmp_path, events, _, _ = trained
     run = tmp_path / "train"
     common = [*toy_overrides(events, tmp_path, "sweep_context"), "embedder=exact", "data.ks=[1]"]
-    result = evaluate_run(_compose("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"]))
+    result = evaluate_run(
+        _compose("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"])
+    )
     rows = result["rows"]
     assert [(r["n_context"], r["k"]) for r in rows] == [(1, 1), (4, 1)]
     assert rows[0]["context_shown_mean"] == 1 and rows[1]["context_shown_mean"] > 1
@@ -124,8 +172,16 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     folder = tmp_path / "sweep_context"
     for suffix in (".csv", ".md", ".json", ".png"):
         assert (folder / f"sweep_context{suffix}").stat().st_size > 0
-    levels = _compose("eval", [*toy_overrides(events, tmp_path, "sweep_levels"), "embedder=exact", "+sweep=levels",
-                               "sweep.levels=[3]", "predictors=[repeat_last,random]"])
+    levels = _compose(
+        "eval",
+        [
+            *toy_overrides(events, tmp_path, "sweep_levels"),
+            "embedder=exact",
+            "+sweep=levels",
+            "sweep.levels=[3]",
+            "predictors=[repeat_last,random]",
+        ],
+    )
     result = evaluate_run(levels)
     assert {(r["level"], r["k"]) for r in result["rows"]} == {(3, 1), (3, 10)}
     assert (tmp_path / "sweep_levels" / "sweep_levels.png").stat().st_size > 0
@@ -165,8 +221,9 @@ class RepeatLastChatServer:
                 history = body["messages"][-1]["content"].split("Now:")[0]
                 last = server.LINE.findall(history)[-1]
                 content = json.dumps({"candidates": [[last]] * 3})
-                payload = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant",
-                                                                           "content": content}}]}).encode()
+                payload = json.dumps(
+                    {"choices": [{"index": 0, "message": {"role": "assistant", "content": content}}]}
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))
@@ -182,9 +239,15 @@ def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
     events = write_toy_events(tmp_path)
     server = RepeatLastChatServer()
     try:
-        overrides = [*toy_overrides(events, tmp_path, "llm"), "predictors=[llm,repeat_last,random]",
-                     "embedder=exact", "data.ks=[1]", "llm.model=scripted", f"llm.base_url={server.url}",
-                     f"llm.cache_dir={tmp_path}/llm_cache"]
+        overrides = [
+            *toy_overrides(events, tmp_path, "llm"),
+            "predictors=[llm,repeat_last,random]",
+            "embedder=exact",
+            "data.ks=[1]",
+            "llm.model=scripted",
+            f"llm.base_url={server.url}",
+            f"llm.cache_dir={tmp_path}/llm_cache",
+        ]
         result = evaluate_run(_compose("eval", overrides))
         metrics = result["metrics"]
         assert metrics["test/llm_S_L3_K1"] == metrics["test/repeat_last_S_L3_K1"]

@@ -27,6 +27,7 @@ SUMMARY_LEVEL, SUMMARY_KS = 3, (1, 10)
 
 # -- setup ------------------------------------------------------------------------------------------
 
+
 def setup_run(cfg: DictConfig) -> Path:
     """Seeds everything, creates the run folder and writes the resolved config there (rank zero)."""
     import lightning as L
@@ -52,6 +53,7 @@ def _quiet_libraries() -> None:
 
 
 # -- building ---------------------------------------------------------------------------------------
+
 
 def build_datamodule(cfg: DictConfig):
     from hydra.utils import instantiate
@@ -81,7 +83,15 @@ def build_model(cfg: DictConfig, backbone, datamodule=None):
 
 
 def _data_settings(cfg: DictConfig) -> dict[str, Any]:
-    keys = ("levels", "ks", "n_context", "prompt", "eval_prompt_candidates", "use_chat_template", "max_length")
+    keys = (
+        "levels",
+        "ks",
+        "n_context",
+        "prompt",
+        "eval_prompt_candidates",
+        "use_chat_template",
+        "max_length",
+    )
     return {k: OmegaConf.to_container(cfg.data, resolve=True).get(k) for k in keys}
 
 
@@ -122,8 +132,12 @@ def _wandb_arguments(conf: DictConfig, run_dir: Path) -> dict[str, Any]:
         if rank_zero_only.rank == 0:
             id_file.write_text(run_id + "\n")
     offline = conf.get("offline")
-    return {"id": run_id, "resume": "allow", "project": conf.get("project") or "egohorizon",
-            "offline": (conf.get("project") is None) if offline is None else bool(offline)}
+    return {
+        "id": run_id,
+        "resume": "allow",
+        "project": conf.get("project") or "egohorizon",
+        "offline": (conf.get("project") is None) if offline is None else bool(offline),
+    }
 
 
 def build_trainer(cfg: DictConfig, callbacks: list, loggers: list):
@@ -134,22 +148,25 @@ def build_trainer(cfg: DictConfig, callbacks: list, loggers: list):
 
 
 def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> str | None:
-    """``auto``: the run folder's last.ckpt when it exists (a requeued job resumes), else fresh."""
+    """``auto``: what the run folder says to resume from (a requeued job: the newer of
+    ``checkpoints/last.ckpt`` and a Slurm ``hpc_ckpt_<n>.ckpt``), else a fresh start."""
+    from egohorizon.checkpoints import resume_checkpoint
+
     value = cfg.get("ckpt_path")
     if value in (None, "", "null", "none"):
         return None
     if value == "auto":
-        last = run_dir / "checkpoints" / "last.ckpt"
-        if last.exists():
-            log.info("resuming from %s", last)
-            return str(last)
-        return None
+        found = resume_checkpoint(run_dir)
+        if found is not None:
+            log.info("resuming from %s", found)
+        return str(found) if found is not None else None
     if not Path(value).exists():
         raise ConfigError(f"ckpt_path: {value} does not exist")
     return str(value)
 
 
 # -- running ----------------------------------------------------------------------------------------
+
 
 def fit(trainer, model, datamodule, ckpt_path: str | None) -> None:
     trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt_path)
@@ -161,10 +178,10 @@ def test(trainer, model, datamodule) -> None:
     best = getattr(checkpoint, "best_model_path", "") if checkpoint else ""
     if best and Path(best).exists():
         log.info("testing the best checkpoint %s", best)
-        trainer.test(model, datamodule=datamodule, ckpt_path=best)
+        trainer.test(model, datamodule=datamodule, ckpt_path=best, verbose=False)
     else:
         log.info("no ranked checkpoint: testing the current weights")
-        trainer.test(model, datamodule=datamodule)
+        trainer.test(model, datamodule=datamodule, verbose=False)
 
 
 def eval_callback(trainer):
@@ -190,7 +207,8 @@ def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, A
         "global_step": trainer.global_step,
         "best_checkpoint": getattr(checkpoint, "best_model_path", None) or None,
         "last_checkpoint": str(run_dir / "checkpoints" / "last.ckpt")
-        if (run_dir / "checkpoints" / "last.ckpt").exists() else None,
+        if (run_dir / "checkpoints" / "last.ckpt").exists()
+        else None,
         "metrics": split_metrics,
         "summary": summary_rows(split_metrics.get("test", {}), "test"),
     }
@@ -199,24 +217,29 @@ def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, A
     return out
 
 
-def summary_rows(metrics: dict[str, float], split: str, level: int = SUMMARY_LEVEL,
-                 ks: tuple[int, ...] = SUMMARY_KS) -> list[dict[str, Any]]:
+def summary_rows(
+    metrics: dict[str, float], split: str, level: int = SUMMARY_LEVEL, ks: tuple[int, ...] = SUMMARY_KS
+) -> list[dict[str, Any]]:
     """Model vs repeat-last vs random at one level for each K: S and S_norm (random's S_norm is 0)."""
     rows = []
     for k in ks:
         suffix = f"L{level}_K{k}"
         if f"{split}/forecast_S_{suffix}" not in metrics:
             continue
-        rows.append({
-            "level": level, "k": k, "n": int(metrics[f"{split}/forecast_n_{suffix}"]),
-            "model_S": metrics[f"{split}/forecast_S_{suffix}"],
-            "model_S_norm": metrics.get(f"{split}/forecast_S_norm_{suffix}"),
-            "model_invalid_rate": metrics[f"{split}/forecast_invalid_rate_{suffix}"],
-            "repeat_last_S": metrics.get(f"{split}/repeat_last_S_{suffix}"),
-            "repeat_last_S_norm": metrics.get(f"{split}/repeat_last_S_norm_{suffix}"),
-            "random_S": metrics.get(f"{split}/random_S_{suffix}"),
-            "random_S_norm": 0.0,
-        })
+        rows.append(
+            {
+                "level": level,
+                "k": k,
+                "n": int(metrics[f"{split}/forecast_n_{suffix}"]),
+                "model_S": metrics[f"{split}/forecast_S_{suffix}"],
+                "model_S_norm": metrics.get(f"{split}/forecast_S_norm_{suffix}"),
+                "model_invalid_rate": metrics[f"{split}/forecast_invalid_rate_{suffix}"],
+                "repeat_last_S": metrics.get(f"{split}/repeat_last_S_{suffix}"),
+                "repeat_last_S_norm": metrics.get(f"{split}/repeat_last_S_norm_{suffix}"),
+                "random_S": metrics.get(f"{split}/random_S_{suffix}"),
+                "random_S_norm": 0.0,
+            }
+        )
     return rows
 
 
@@ -229,13 +252,16 @@ def format_summary(rows: list[dict[str, Any]]) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
     level = rows[0]["level"]
-    lines = [f"Held-out test days, level {level}: normalised score S_norm (raw S in brackets)",
-             f"{'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}"]
+    lines = [
+        f"Held-out test days, level {level}: normalised score S_norm (raw S in brackets)",
+        f"{'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
+    ]
     for r in rows:
         lines.append(
             f"{r['k']:>3} {r['n']:>5}  {num(r['model_S_norm'])} ({num(r['model_S'])}) "
             f"inv {r['model_invalid_rate']:4.0%}  {num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
-            f"{num(r['random_S_norm'])} ({num(r['random_S'])})")
+            f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
+        )
     return "\n".join(lines)
 
 
@@ -250,7 +276,18 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     fit(trainer, model, datamodule, resolve_ckpt_path(cfg, run_dir))
     if cfg.get("test_after_fit", True):
         test(trainer, model, datamodule)
-    return write_outputs(cfg, trainer, model, run_dir)
+    outputs = write_outputs(cfg, trainer, model, run_dir)
+    close_loggers(trainer)
+    return outputs
+
+
+def close_loggers(trainer) -> None:
+    """Ends the W&B run now (it would at exit), so its closing lines come before the caller's summary."""
+    for logger in trainer.loggers:
+        if type(logger).__name__ == "WandbLogger" and trainer.is_global_zero:
+            import wandb
+
+            wandb.finish()
 
 
 def _log_hyperparameters(trainer, cfg: DictConfig, model) -> None:

@@ -34,6 +34,7 @@ PREDICTORS = ("model", "llm", "repeat_last", "random")
 
 # -- points -----------------------------------------------------------------------------------------
 
+
 def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
     """The data config's datamodule with its points built or loaded, and the evaluated split placed in
     its test slot (``trainer.test`` runs it); ``points=FILE`` replaces the split by that file."""
@@ -46,8 +47,11 @@ def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
         points = load_jsonl(cfg.points, ForecastPoint)
         if not points:
             raise ConfigError(f"points: {cfg.points} holds no forecast points")
-        log.warning("points=%s: evaluated as given; the leakage guard needs the events and the day split "
-                    "(use data=forecast_points with data.events to have them re-checked)", cfg.points)
+        log.warning(
+            "points=%s: evaluated as given; the leakage guard needs the events and the day split "
+            "(use data=forecast_points with data.events to have them re-checked)",
+            cfg.points,
+        )
         datamodule.points = {"train": [], "val": [], "test": points}
     else:
         points = datamodule.prepare_points()
@@ -56,6 +60,7 @@ def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
 
 
 # -- the model predictor ----------------------------------------------------------------------------
+
 
 def resolve_adapter(ckpt: str) -> Path:
     """An adapter folder from ``ckpt``: the folder itself, the ``.adapter`` beside a ``.ckpt``, or the
@@ -66,10 +71,16 @@ def resolve_adapter(ckpt: str) -> Path:
     elif (path / "checkpoints").is_dir():
         metrics = path / "metrics.json"
         best = json.loads(metrics.read_text()).get("best_checkpoint") if metrics.is_file() else None
-        path = Path(best).with_name(Path(best).stem + ".adapter") if best else path / "checkpoints" / "last.adapter"
+        path = (
+            Path(best).with_name(Path(best).stem + ".adapter")
+            if best
+            else path / "checkpoints" / "last.adapter"
+        )
     if not (path / "adapter_config.json").is_file():
-        raise ConfigError(f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
-                          "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder")
+        raise ConfigError(
+            f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
+            "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder"
+        )
     return path
 
 
@@ -86,16 +97,23 @@ def build_eval_model(cfg: DictConfig, datamodule):
         prompt_file = adapter / f"{meta['prompt']['name']}.txt"
         datamodule.prompt_name = str(prompt_file) if prompt_file.is_file() else datamodule.prompt_name
         _warn_on_data_mismatch(meta.get("data", {}), datamodule)
-        model = instantiate(cfg.model, backbone=backbone, adapter=str(adapter), lora=None,
-                            prompt=datamodule.prompt_name, _convert_="all")
+        model = instantiate(
+            cfg.model,
+            backbone=backbone,
+            adapter=str(adapter),
+            lora=None,
+            prompt=datamodule.prompt_name,
+            _convert_="all",
+        )
     else:
         backbone = instantiate(cfg.backbone, _convert_="all")
         backbone.prepare(corpus=datamodule.training_corpus)
         # In context: one answer that lists every candidate, as the prompt asks.
         generation = {**OmegaConf.to_container(cfg.model.generation, resolve=True), "mode": "in_prompt"}
         datamodule.eval_prompt_candidates = generation["num_candidates"]
-        model = instantiate(cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation,
-                            _convert_="all")
+        model = instantiate(
+            cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation, _convert_="all"
+        )
     datamodule.set_tokenizer(backbone.load_tokenizer())
     return model
 
@@ -112,15 +130,26 @@ def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
 
     from egohorizon.callbacks.forecast_eval import ForecastEvalCallback
 
-    callback = ForecastEvalCallback(embedder=cfg.embedder, n_random_draws=cfg.n_random_draws, seed=cfg.seed,
-                                    n_examples=cfg.get("n_examples", 8), output_dir=str(out_dir))
-    trainer = instantiate(cfg.trainer, callbacks=[callback], logger=False, enable_checkpointing=False,
-                          strategy=instantiate(cfg.strategy) if cfg.get("strategy") else "auto")
+    callback = ForecastEvalCallback(
+        embedder=cfg.embedder,
+        n_random_draws=cfg.n_random_draws,
+        seed=cfg.seed,
+        n_examples=cfg.get("n_examples", 8),
+        output_dir=str(out_dir),
+    )
+    trainer = instantiate(
+        cfg.trainer,
+        callbacks=[callback],
+        logger=False,
+        enable_checkpointing=False,
+        strategy=instantiate(cfg.strategy) if cfg.get("strategy") else "auto",
+    )
     trainer.test(model, datamodule=datamodule, verbose=False)
     return callback.results.get("test")
 
 
 # -- putting predictors together --------------------------------------------------------------------
+
 
 def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split: str) -> dict[str, Any]:
     """Scores the configured predictors on the datamodule's test slot; returns the report dict."""
@@ -137,12 +166,21 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         metrics = {k.replace("test/", f"{split}/", 1): v for k, v in evaluation.metrics.items()}
         report = {"model": evaluation.report, **evaluation.baselines}
     else:  # the baselines need no model
-        baseline = evaluate(points, repeat_last_predictions(points), get_embedder(cfg.embedder), split,
-                            cfg.n_random_draws, cfg.seed, prefix="repeat_last")
+        baseline = evaluate(
+            points,
+            repeat_last_predictions(points),
+            get_embedder(cfg.embedder),
+            split,
+            cfg.n_random_draws,
+            cfg.seed,
+            prefix="repeat_last",
+        )
         metrics = flat_metrics(baseline.report, split, "repeat_last")
         report = {"repeat_last": baseline.report}
-        write_jsonl(out_dir / "predictions" / "repeat_last.jsonl",
-                    [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c])
+        write_jsonl(
+            out_dir / "predictions" / "repeat_last.jsonl",
+            [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c],
+        )
     if "llm" in predictors:
         llm = llm_evaluation(cfg, datamodule, out_dir, split)
         metrics.update(llm.metrics)
@@ -152,8 +190,14 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
     if "random" not in predictors:
         metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
-    return {"split": split, "n_points": len(points), "predictors": predictors, "metrics": metrics,
-            "reports": report, "rows": group_rows(metrics, split)}
+    return {
+        "split": split,
+        "n_points": len(points),
+        "predictors": predictors,
+        "metrics": metrics,
+        "reports": report,
+        "rows": group_rows(metrics, split),
+    }
 
 
 def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
@@ -165,22 +209,37 @@ def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
 
     conf = OmegaConf.to_container(cfg.llm, resolve=True)
     if not conf.get("model"):
-        raise ConfigError("predictor llm: set llm.model (a model name on the server, or a hub id / local path)")
-    backend = make_backend(conf["model"], base_url=conf.get("base_url"), cache_dir=conf.get("cache_dir"),
-                           **(conf.get("options") or {}))
+        raise ConfigError(
+            "predictor llm: set llm.model (a model name on the server, or a hub id / local path)"
+        )
+    backend = make_backend(
+        conf["model"],
+        base_url=conf.get("base_url"),
+        cache_dir=conf.get("cache_dir"),
+        **(conf.get("options") or {}),
+    )
     n = int(conf["num_candidates"])
     points = datamodule.points["test"]
     prompts = [datamodule.render_prompt(point, n_candidates=n) for point in points]
-    answers = backend.generate_many(prompts, max_new_tokens=int(conf["max_new_tokens"]),
-                                    temperature=float(conf["temperature"]), seed=int(cfg.seed), n=1)
+    answers = backend.generate_many(
+        prompts,
+        max_new_tokens=int(conf["max_new_tokens"]),
+        temperature=float(conf["temperature"]),
+        seed=int(cfg.seed),
+        n=1,
+    )
     texts = {point.id: list(answer) for point, answer in zip(points, answers)}
     candidates = {pid: candidates_from_texts(t, "in_prompt", n) for pid, t in texts.items()}
-    evaluation = evaluate(points, candidates, get_embedder(cfg.embedder), split, cfg.n_random_draws, cfg.seed,
-                          prefix="llm")
+    evaluation = evaluate(
+        points, candidates, get_embedder(cfg.embedder), split, cfg.n_random_draws, cfg.seed, prefix="llm"
+    )
     prompt = datamodule.prompt
-    write_jsonl(out_dir / "predictions" / "llm.jsonl",
-                prediction_records(points, texts, candidates, backend.model_id, prompt.name, prompt.version,
-                                   int(cfg.seed)))
+    write_jsonl(
+        out_dir / "predictions" / "llm.jsonl",
+        prediction_records(
+            points, texts, candidates, backend.model_id, prompt.name, prompt.version, int(cfg.seed)
+        ),
+    )
     return evaluation
 
 
@@ -192,10 +251,10 @@ def group_rows(metrics: dict[str, float], split: str) -> list[dict[str, Any]]:
         for prefix in ("forecast", "llm", "repeat_last", "random"):
             if not name.startswith(prefix + "_"):
                 continue
-            rest = name[len(prefix) + 1:]
+            rest = name[len(prefix) + 1 :]
             for stat in ("S_norm", "invalid_rate", "S", "n"):
                 if rest.startswith(stat + "_") and "_L" in rest:
-                    group = rest[len(stat) + 1:]
+                    group = rest[len(stat) + 1 :]
                     row = rows.setdefault(group, {"group": group, **_parse_group(group)})
                     row[f"{prefix}_{stat}"] = value
                     break
@@ -211,11 +270,15 @@ def _parse_group(group: str) -> dict[str, Any]:
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
     """One line per group: each predictor's S_norm with its raw S (and invalid rate), random's S."""
+
     def num(value: Any) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
-    names = [(p, label) for p, label in (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
-             if any(f"{p}_S" in r for r in rows)]
+    names = [
+        (p, label)
+        for p, label in (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
+        if any(f"{p}_S" in r for r in rows)
+    ]
     header = f"{'group':>18} {'n':>5}" + "".join(f" | {label + ' S_norm (S) inv':>26}" for _, label in names)
     lines = [header + f" | {'random S':>8}"]
     for r in rows:
@@ -223,12 +286,14 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
         line = f"{r['group']:>18} {int(n):>5}"
         for p, _ in names:
             inv = r.get(f"{p}_invalid_rate")
-            line += f" | {num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {'' if inv is None else f'{inv:4.0%}':>5}"
+            rate = "" if inv is None else f"{inv:4.0%}"
+            line += f" | {num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {rate:>5}"
         lines.append(line + f" | {num(r.get('random_S')):>8}")
     return "\n".join(lines)
 
 
 # -- entry ------------------------------------------------------------------------------------------
+
 
 def evaluate_run(cfg: DictConfig) -> dict[str, Any]:
     from egohorizon.run import setup_run
@@ -241,8 +306,13 @@ def evaluate_run(cfg: DictConfig) -> dict[str, Any]:
     datamodule = build_eval_datamodule(cfg)
     model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
     result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
-    result.update(model_id=model.backbone.model_id if model else None, ckpt=cfg.get("ckpt"),
-                  points=cfg.get("points"), seed=cfg.seed, run_dir=str(run_dir))
+    result.update(
+        model_id=model.backbone.model_id if model else None,
+        ckpt=cfg.get("ckpt"),
+        points=cfg.get("points"),
+        seed=cfg.seed,
+        run_dir=str(run_dir),
+    )
     (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
     (run_dir / "metrics.json").write_text(json.dumps(result["metrics"], indent=2))
     return result

@@ -32,14 +32,25 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     rows = _context_rows(cfg, run_dir) if name == "context" else _level_rows(cfg, run_dir)
     out = run_dir / f"sweep_{name}"
     write_table(rows, out)
-    plot = plot_context(rows, out.with_suffix(".png")) if name == "context" else plot_levels(rows, out.with_suffix(".png"))
-    result = {"sweep": name, "rows": rows, "table": str(out.with_suffix(".csv")), "plot": str(plot),
-              "run_dir": str(run_dir)}
+    plot = (
+        plot_context(rows, out.with_suffix(".png"))
+        if name == "context"
+        else plot_levels(rows, out.with_suffix(".png"))
+    )
+    result = {
+        "sweep": name,
+        "rows": rows,
+        "table": str(out.with_suffix(".csv")),
+        "plot": str(plot),
+        "run_dir": str(run_dir),
+    }
     (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
     return result
 
 
-def _evaluate_with(cfg: DictConfig, run_dir: Path, tag: str, model, **data_overrides) -> tuple[list[dict], Any]:
+def _evaluate_with(
+    cfg: DictConfig, run_dir: Path, tag: str, model, **data_overrides
+) -> tuple[list[dict], Any]:
     from egohorizon.run_eval import build_eval_datamodule, build_eval_model, evaluate_predictors
 
     datamodule = build_eval_datamodule(cfg, **data_overrides)
@@ -48,8 +59,9 @@ def _evaluate_with(cfg: DictConfig, run_dir: Path, tag: str, model, **data_overr
             model = build_eval_model(cfg, datamodule)
         else:  # same model, new points: hand over its tokenizer and prompt settings
             datamodule.prompt_name = model.prompt_name or datamodule.prompt_name
-            datamodule.eval_prompt_candidates = (model.generation["num_candidates"]
-                                                 if model.generation["mode"] == "in_prompt" else 1)
+            datamodule.eval_prompt_candidates = (
+                model.generation["num_candidates"] if model.generation["mode"] == "in_prompt" else 1
+            )
             datamodule.set_tokenizer(model.backbone.load_tokenizer())
     result = evaluate_predictors(cfg, datamodule, model, run_dir / tag, cfg.split)
     kept = _mean_context_kept(datamodule)
@@ -77,8 +89,9 @@ def _context_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
 def _level_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
     rows, model = [], None
     for level in cfg.sweep.levels:
-        new, model = _evaluate_with(cfg, run_dir, f"level_{level}", model, levels=[int(level)],
-                                    ks=[int(k) for k in cfg.sweep.ks])
+        new, model = _evaluate_with(
+            cfg, run_dir, f"level_{level}", model, levels=[int(level)], ks=[int(k) for k in cfg.sweep.ks]
+        )
         rows += new
     return rows
 
@@ -117,11 +130,18 @@ def plot_context(rows: list[dict[str, Any]], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for key, style, label in (("forecast_S_norm", "-o", "model"), ("repeat_last_S_norm", "--", "repeat-last")):
+    for key, style, label in (
+        ("forecast_S_norm", "-o", "model"),
+        ("repeat_last_S_norm", "--", "repeat-last"),
+    ):
         for (source, level, k), points in sorted(_series(rows, key).items()):
             points = sorted(points, key=lambda r: r["n_context"])
-            ax.plot([r["n_context"] for r in points], [r[key] for r in points], style,
-                    label=f"{label} {source + ' ' if source else ''}L{level} K={k}")
+            ax.plot(
+                [r["n_context"] for r in points],
+                [r[key] for r in points],
+                style,
+                label=f"{label} {source + ' ' if source else ''}L{level} K={k}",
+            )
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", linewidth=0.8)
     ax.set_xlabel("context events (most recent)")
@@ -146,8 +166,9 @@ def plot_levels(rows: list[dict[str, Any]], path: Path) -> Path:
     for ax, k in zip(axes[0], ks):
         chosen = sorted((r for r in rows if r["k"] == k), key=lambda r: r["level"])
         levels = [r["level"] for r in chosen]
-        for offset, (key, label) in zip((-0.2, 0.2), (("forecast_S_norm", "model"),
-                                                      ("repeat_last_S_norm", "repeat-last"))):
+        for offset, (key, label) in zip(
+            (-0.2, 0.2), (("forecast_S_norm", "model"), ("repeat_last_S_norm", "repeat-last"))
+        ):
             values = [r.get(key) for r in chosen]
             if any(v is not None for v in values):
                 ax.bar([lv + offset for lv in levels], [v or 0.0 for v in values], width=0.4, label=label)

@@ -7,5 +7,11 @@ from egohorizon.backbones.base import Backbone, default_cache_dir, needs_mm_toke
 from egohorizon.backbones.hf import HFBackbone, load_pretrained_model
 from egohorizon.backbones.tiny import TinyBackbone
 
-__all__ = ["Backbone", "HFBackbone", "TinyBackbone", "default_cache_dir", "load_pretrained_model",
-           "needs_mm_token_type_ids"]
+__all__ = [
+    "Backbone",
+    "HFBackbone",
+    "TinyBackbone",
+    "default_cache_dir",
+    "load_pretrained_model",
+    "needs_mm_token_type_ids",
+]

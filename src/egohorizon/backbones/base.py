@@ -35,12 +35,10 @@ class Backbone(ABC):
         """Makes the tokenizer and weights available; ``corpus`` yields the training text if needed."""
 
     @abstractmethod
-    def load_tokenizer(self):
-        ...
+    def load_tokenizer(self): ...
 
     @abstractmethod
-    def load_model(self, dtype=None):
-        ...
+    def load_model(self, dtype=None): ...
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

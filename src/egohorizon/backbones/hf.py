@@ -47,33 +47,46 @@ class HFBackbone(Backbone):
 
     @property
     def base_path(self) -> str:
-        return self.path
+        local = Path(self.path).expanduser()
+        return str(local.resolve()) if local.exists() else self.path  # a hub id stays as it is
 
     def load_tokenizer(self):
         from transformers import AutoTokenizer
 
         with _friendly_load_errors(self.path):
-            tokenizer = AutoTokenizer.from_pretrained(self.path, revision=self.revision,
-                                                      trust_remote_code=self.trust_remote_code)
+            tokenizer = AutoTokenizer.from_pretrained(
+                self.path, revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
         if tokenizer.pad_token_id is None:  # many causal LMs ship without one; padding is masked anyway
             tokenizer.pad_token = tokenizer.eos_token
         return tokenizer
 
     def load_model(self, dtype=None):
-        return load_pretrained_model(self.path, kind=self.kind, dtype=dtype or self.dtype,
-                                     attn_implementation=self.attn_implementation,
-                                     trust_remote_code=self.trust_remote_code, revision=self.revision)
+        return load_pretrained_model(
+            self.path,
+            kind=self.kind,
+            dtype=dtype or self.dtype,
+            attn_implementation=self.attn_implementation,
+            trust_remote_code=self.trust_remote_code,
+            revision=self.revision,
+        )
 
     def load_config(self):
         from transformers import AutoConfig
 
         with _friendly_load_errors(self.path):
-            return AutoConfig.from_pretrained(self.path, revision=self.revision,
-                                              trust_remote_code=self.trust_remote_code)
+            return AutoConfig.from_pretrained(
+                self.path, revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "hf", "path": self.path, "model_kind": self.kind, "dtype": self.dtype,
-                "revision": self.revision}
+        return {
+            "kind": "hf",
+            "path": self.path,
+            "model_kind": self.kind,
+            "dtype": self.dtype,
+            "revision": self.revision,
+        }
 
 
 def model_class_for(config, kind: str = "auto"):
@@ -100,15 +113,24 @@ def resolve_dtype(dtype):
     return value
 
 
-def load_pretrained_model(path: str, kind: str = "auto", dtype=None, attn_implementation: str | None = None,
-                          trust_remote_code: bool = False, revision: str | None = None):
+def load_pretrained_model(
+    path: str,
+    kind: str = "auto",
+    dtype=None,
+    attn_implementation: str | None = None,
+    trust_remote_code: bool = False,
+    revision: str | None = None,
+):
     from transformers import AutoConfig
 
     with _friendly_load_errors(path):
         config = AutoConfig.from_pretrained(path, revision=revision, trust_remote_code=trust_remote_code)
         model_class = model_class_for(config, kind)
-        kwargs: dict[str, Any] = {"dtype": resolve_dtype(dtype), "revision": revision,
-                                  "trust_remote_code": trust_remote_code}
+        kwargs: dict[str, Any] = {
+            "dtype": resolve_dtype(dtype),
+            "revision": revision,
+            "trust_remote_code": trust_remote_code,
+        }
         if attn_implementation:
             kwargs["attn_implementation"] = attn_implementation
         model = model_class.from_pretrained(path, config=config, **kwargs)
@@ -131,8 +153,9 @@ class _friendly_load_errors:
         if Path(self.path).exists():
             return False  # a real problem with a local folder: let its own message through
         offline = os.environ.get("HF_HUB_OFFLINE") == "1" or os.environ.get("TRANSFORMERS_OFFLINE") == "1"
-        hint = ("the Hugging Face hub is offline here (HF_HUB_OFFLINE=1); " if offline else "")
+        hint = "the Hugging Face hub is offline here (HF_HUB_OFFLINE=1); " if offline else ""
         raise ConfigError(
             f"backbone {self.path!r} could not be loaded: {hint}no local folder by that name. Download it where "
             f"the hub is reachable (`hf download {self.path} --local-dir /models/<name>`) and pass "
-            f"backbone.path=/models/<name>. ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})") from exc
+            f"backbone.path=/models/<name>. ({type(exc).__name__}: {str(exc).splitlines()[0][:200]})"
+        ) from exc

@@ -59,13 +59,22 @@ class TinyBackbone(Backbone):
         if hidden_size % num_heads or head_dim % 2 or num_heads % num_kv_heads:
             raise ConfigError(
                 f"tiny backbone: hidden_size ({hidden_size}) must split into num_heads ({num_heads}) heads of "
-                f"even size, and num_heads must be a multiple of num_kv_heads ({num_kv_heads})")
+                f"even size, and num_heads must be a multiple of num_kv_heads ({num_kv_heads})"
+            )
         self.architecture = architecture
-        self.sizes = {"hidden_size": hidden_size, "intermediate_size": intermediate_size, "num_layers": num_layers,
-                          "num_heads": num_heads, "num_kv_heads": num_kv_heads, "vocab_size": vocab_size,
-                          "max_position_embeddings": max_position_embeddings}
+        self.sizes = {
+            "hidden_size": hidden_size,
+            "intermediate_size": intermediate_size,
+            "num_layers": num_layers,
+            "num_heads": num_heads,
+            "num_kv_heads": num_kv_heads,
+            "vocab_size": vocab_size,
+            "max_position_embeddings": max_position_embeddings,
+        }
         self.seed = seed
-        self.cache_dir = Path(cache_dir) if cache_dir else default_cache_dir() / "tiny_backbones"
+        # Absolute: adapters record this folder as their base model, and eval may run from elsewhere.
+        folder = Path(cache_dir) if cache_dir else default_cache_dir() / "tiny_backbones"
+        self.cache_dir = folder.expanduser().resolve()
         self.path: Path | None = None
 
     # -- Backbone interface -------------------------------------------------------------------
@@ -82,8 +91,10 @@ class TinyBackbone(Backbone):
     def prepare(self, corpus: Callable[[], Iterable[str]] | None = None) -> None:
         """Builds (or finds in the cache) the tokenizer and weights for this corpus."""
         if corpus is None:
-            raise ConfigError("the tiny backbone trains its tokenizer on the training text: "
-                              "prepare() needs the training corpus")
+            raise ConfigError(
+                "the tiny backbone trains its tokenizer on the training text: "
+                "prepare() needs the training corpus"
+            )
         texts = list(corpus())
         if not texts:
             raise ConfigError("the tiny backbone got an empty training corpus (no training points?)")
@@ -108,8 +119,13 @@ class TinyBackbone(Backbone):
         return load_pretrained_model(str(self.path), kind="vlm", dtype=dtype)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "tiny", "architecture": self.architecture, **self.sizes, "seed": self.seed,
-                "path": str(self.path) if self.path else None}
+        return {
+            "kind": "tiny",
+            "architecture": self.architecture,
+            **self.sizes,
+            "seed": self.seed,
+            "path": str(self.path) if self.path else None,
+        }
 
     # -- building -----------------------------------------------------------------------------
 
@@ -121,8 +137,13 @@ class TinyBackbone(Backbone):
         import transformers
 
         digest = hashlib.sha256()
-        spec = {"architecture": self.architecture, **self.sizes, "seed": self.seed,
-                "build": TINY_BUILD_VERSION, "transformers": transformers.__version__.split(".")[0]}
+        spec = {
+            "architecture": self.architecture,
+            **self.sizes,
+            "seed": self.seed,
+            "build": TINY_BUILD_VERSION,
+            "transformers": transformers.__version__.split(".")[0],
+        }
         digest.update(json.dumps(spec, sort_keys=True).encode())
         for text in texts:
             digest.update(hashlib.sha256(text.encode()).digest())
@@ -133,8 +154,11 @@ class TinyBackbone(Backbone):
 
         from egohorizon.backbones.tokenizer import train_bpe_tokenizer
 
-        log.info("tiny backbone: training a tokenizer on %d texts and initialising weights (seed %d)",
-                 len(texts), self.seed)
+        log.info(
+            "tiny backbone: training a tokenizer on %d texts and initialising weights (seed %d)",
+            len(texts),
+            self.seed,
+        )
         tokenizer = train_bpe_tokenizer(texts, vocab_size=self.sizes["vocab_size"])
         config = self._model_config(tokenizer)
         model_class = _model_class(self.architecture)
@@ -156,8 +180,12 @@ class TinyBackbone(Backbone):
                     raise
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-        log.info("tiny backbone: %d parameters, vocabulary %d, saved to %s",
-                 sum(p.numel() for p in model.parameters()), len(tokenizer), path)
+        log.info(
+            "tiny backbone: %d parameters, vocabulary %d, saved to %s",
+            sum(p.numel() for p in model.parameters()),
+            len(tokenizer),
+            path,
+        )
 
     def _model_config(self, tokenizer):
         s = self.sizes
@@ -166,27 +194,51 @@ class TinyBackbone(Backbone):
         # text-only positions use the same index on all three, so any split summing to head_dim/2 works.
         half = head_dim // 2
         mrope = [half - 2 * (half // 3), half // 3, half // 3]
-        ids = {name: tokenizer.convert_tokens_to_ids(name) for name in
-               ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")}
-        text = {"vocab_size": len(tokenizer), "hidden_size": s["hidden_size"],
-                    "intermediate_size": s["intermediate_size"], "num_hidden_layers": s["num_layers"],
-                    "num_attention_heads": s["num_heads"], "num_key_value_heads": s["num_kv_heads"],
-                    "max_position_embeddings": s["max_position_embeddings"],
-                    "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
-                    "bos_token_id": tokenizer.eos_token_id, "eos_token_id": tokenizer.eos_token_id,
-                    "pad_token_id": tokenizer.pad_token_id}
-        common = {"image_token_id": ids["<|image_pad|>"], "video_token_id": ids["<|video_pad|>"],
-                      "vision_start_token_id": ids["<|vision_start|>"], "vision_end_token_id": ids["<|vision_end|>"]}
+        ids = {
+            name: tokenizer.convert_tokens_to_ids(name)
+            for name in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
+        }
+        text = {
+            "vocab_size": len(tokenizer),
+            "hidden_size": s["hidden_size"],
+            "intermediate_size": s["intermediate_size"],
+            "num_hidden_layers": s["num_layers"],
+            "num_attention_heads": s["num_heads"],
+            "num_key_value_heads": s["num_kv_heads"],
+            "max_position_embeddings": s["max_position_embeddings"],
+            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
+            "bos_token_id": tokenizer.eos_token_id,
+            "eos_token_id": tokenizer.eos_token_id,
+            "pad_token_id": tokenizer.pad_token_id,
+        }
+        common = {
+            "image_token_id": ids["<|image_pad|>"],
+            "video_token_id": ids["<|video_pad|>"],
+            "vision_start_token_id": ids["<|vision_start|>"],
+            "vision_end_token_id": ids["<|vision_end|>"],
+        }
         if self.architecture == "qwen2_5_vl":
             from transformers import Qwen2_5_VLConfig
 
-            vision = {"depth": 1, "hidden_size": 32, "intermediate_size": 64, "num_heads": 2,
-                          "out_hidden_size": s["hidden_size"], "fullatt_block_indexes": [0]}
+            vision = {
+                "depth": 1,
+                "hidden_size": 32,
+                "intermediate_size": 64,
+                "num_heads": 2,
+                "out_hidden_size": s["hidden_size"],
+                "fullatt_block_indexes": [0],
+            }
             config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common)
         else:
             from transformers import Qwen2VLConfig
 
-            vision = {"depth": 1, "embed_dim": 32, "hidden_size": s["hidden_size"], "mlp_ratio": 2, "num_heads": 2}
+            vision = {
+                "depth": 1,
+                "embed_dim": 32,
+                "hidden_size": s["hidden_size"],
+                "mlp_ratio": 2,
+                "num_heads": 2,
+            }
             config = Qwen2VLConfig(text_config=text, vision_config=vision, **common)
         # generate() reads these from the top-level config of a VLM.
         config.pad_token_id = tokenizer.pad_token_id

@@ -29,8 +29,10 @@ class AdapterCheckpoint(ModelCheckpoint):
         if not hasattr(trainer.lightning_module, "save_adapter"):
             return
         if _is_sharded(trainer):
-            log.info("adapter export skipped under %s; use `egohorizon export-adapter`",
-                     type(trainer.strategy).__name__)
+            log.info(
+                "adapter export skipped under %s; use `egohorizon export-adapter`",
+                type(trainer.strategy).__name__,
+            )
             return
         if trainer.is_global_zero:
             target = adapter_dir_for(filepath)
@@ -44,10 +46,14 @@ class AdapterCheckpoint(ModelCheckpoint):
             shutil.rmtree(adapter_dir_for(filepath), ignore_errors=True)
 
 
+def is_sharded_strategy(strategy) -> bool:
+    """ZeRO-3 and FSDP shard the parameters across ranks: rank zero alone cannot save the adapter, and
+    generation must keep every rank stepping (``synced_gpus``)."""
+    if strategy is None:
+        return False
+    stage3 = getattr(strategy, "zero_stage_3", None)
+    return bool(stage3) if stage3 is not None else type(strategy).__name__.startswith("FSDP")
+
+
 def _is_sharded(trainer) -> bool:
-    """ZeRO-3 and FSDP shard parameters across ranks; rank zero alone cannot save the adapter."""
-    strategy = trainer.strategy
-    stage = getattr(strategy, "zero_stage_3", None)
-    if stage is not None:
-        return bool(stage)
-    return type(strategy).__name__.startswith("FSDP")
+    return is_sharded_strategy(trainer.strategy)

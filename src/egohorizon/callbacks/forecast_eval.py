@@ -96,18 +96,31 @@ class ForecastEvalCallback(Callback):
         points_by_id = trainer.datamodule.points_by_id(split)
         missing = set(points_by_id) - set(texts)
         if missing:
-            log.warning("%s: %d of %d points got no generated text (scored invalid)", split, len(missing),
-                        len(points_by_id))
+            log.warning(
+                "%s: %d of %d points got no generated text (scored invalid)",
+                split,
+                len(missing),
+                len(points_by_id),
+            )
         points = list(points_by_id.values())
         gen = pl_module.generation
-        candidates = {pid: candidates_from_texts(t, gen["mode"], gen["num_candidates"]) for pid, t in texts.items()}
+        candidates = {
+            pid: candidates_from_texts(t, gen["mode"], gen["num_candidates"]) for pid, t in texts.items()
+        }
         evaluation = evaluate(points, candidates, self.embedder, split, self.n_random_draws, self.seed)
         self.results[split] = evaluation
         self._write(split, trainer, pl_module, points, texts, evaluation)
         self._log_examples(split, trainer, points, evaluation)
         overall = evaluation.report["overall"]
-        log.info("%s: S %.4f, S_norm %s, invalid %d/%d (epoch %d)", split, overall["S"] or 0.0,
-                 _fmt(overall["S_norm"]), overall["invalid"], overall["n"], trainer.current_epoch)
+        log.info(
+            "%s: S %.4f, S_norm %s, invalid %d/%d (epoch %d)",
+            split,
+            overall["S"] or 0.0,
+            _fmt(overall["S_norm"]),
+            overall["invalid"],
+            overall["n"],
+            trainer.current_epoch,
+        )
         return evaluation.metrics
 
     def _write(self, split, trainer, pl_module, points, texts, evaluation: Evaluation) -> None:
@@ -117,13 +130,26 @@ class ForecastEvalCallback(Callback):
 
         prompt = pl_module.prompt
         tag = split if split == "test" else f"{split}_epoch{trainer.current_epoch:03d}"
-        rows = prediction_records(points, texts, evaluation.candidates, pl_module.backbone.model_id,
-                                  prompt.name, prompt.version, pl_module.generation["seed"])
+        rows = prediction_records(
+            points,
+            texts,
+            evaluation.candidates,
+            pl_module.backbone.model_id,
+            prompt.name,
+            prompt.version,
+            pl_module.generation["seed"],
+        )
         write_jsonl(self.output_dir / "predictions" / f"{tag}.jsonl", rows)
-        report = {**evaluation.report, "baselines": evaluation.baselines, "metrics": evaluation.metrics,
-                  "model": pl_module.backbone.model_id, "prompt": prompt.to_dict(),
-                  "generation": pl_module.generation, "epoch": trainer.current_epoch,
-                  "global_step": trainer.global_step}
+        report = {
+            **evaluation.report,
+            "baselines": evaluation.baselines,
+            "metrics": evaluation.metrics,
+            "model": pl_module.backbone.model_id,
+            "prompt": prompt.to_dict(),
+            "generation": pl_module.generation,
+            "epoch": trainer.current_epoch,
+            "global_step": trainer.global_step,
+        }
         path = self.output_dir / "reports" / f"{tag}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2, default=str))
@@ -144,7 +170,7 @@ class ForecastEvalCallback(Callback):
 
 
 def gather_objects(obj: Any) -> list[Any]:
-    """``obj`` from every rank (``torch.distributed.all_gather_object``); ``[obj]`` without a process group."""
+    """``obj`` from every rank (``torch.distributed.all_gather_object``); ``[obj]`` without a group."""
     import torch.distributed as dist
 
     if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:

@@ -17,8 +17,9 @@ from egohorizon.schema import ForecastPoint
 MODES = ("sequences", "in_prompt")
 
 
-def candidates_from_texts(texts: Sequence[str], mode: str = "sequences",
-                          num_candidates: int = 3) -> list[list[str]] | None:
+def candidates_from_texts(
+    texts: Sequence[str], mode: str = "sequences", num_candidates: int = 3
+) -> list[list[str]] | None:
     """Candidates of one point from its raw outputs; None when nothing parsed (an invalid prediction).
 
     ``sequences``: each output is one sampled answer; its first parsed trajectory is one candidate.
@@ -54,19 +55,31 @@ class Evaluation:
     candidates: dict[str, list[list[str]] | None] = field(default_factory=dict)
 
 
-def evaluate(points: Sequence[ForecastPoint], candidates: Mapping[str, list[list[str]] | None], embedder,
-             split: str, n_random_draws: int = 5, seed: int = 0, prefix: str = "forecast") -> Evaluation:
+def evaluate(
+    points: Sequence[ForecastPoint],
+    candidates: Mapping[str, list[list[str]] | None],
+    embedder,
+    split: str,
+    n_random_draws: int = 5,
+    seed: int = 0,
+    prefix: str = "forecast",
+) -> Evaluation:
     """Scores ``candidates`` and the repeat-last baseline on ``points``; the random baseline is the
     report's ``S_rand`` (same seeded draws for both, so they share one chance level)."""
     from egohorizon.metrics.forecast import score_forecasts
 
     report = score_forecasts(points, candidates, embedder, n_random_draws=n_random_draws, seed=seed)
-    repeat = score_forecasts(points, repeat_last_predictions(points), embedder,
-                             n_random_draws=n_random_draws, seed=seed)
+    repeat = score_forecasts(
+        points, repeat_last_predictions(points), embedder, n_random_draws=n_random_draws, seed=seed
+    )
     metrics = flat_metrics(report, split, prefix)
     metrics.update(flat_metrics(repeat, split, "repeat_last", with_random=False))
-    return Evaluation(report=report, baselines={"repeat_last": _without_per_point(repeat)}, metrics=metrics,
-                      candidates=dict(candidates))
+    return Evaluation(
+        report=report,
+        baselines={"repeat_last": _without_per_point(repeat)},
+        metrics=metrics,
+        candidates=dict(candidates),
+    )
 
 
 def _without_per_point(report: dict[str, Any]) -> dict[str, Any]:
@@ -78,7 +91,9 @@ def group_suffix(group: Mapping[str, Any], several_sources: bool) -> str:
     return f"{group['source']}_{base}" if several_sources else base
 
 
-def flat_metrics(report: Mapping[str, Any], split: str, prefix: str, with_random: bool = True) -> dict[str, float]:
+def flat_metrics(
+    report: Mapping[str, Any], split: str, prefix: str, with_random: bool = True
+) -> dict[str, float]:
     """``{split}/{prefix}_S_L3_K10``-style keys for every (source, level, K) group, plus overall.
 
     Keys: ``_S`` (raw), ``_S_norm`` (0 = chance, 1 = perfect), ``_invalid_rate``, ``_n``, and with
@@ -100,9 +115,15 @@ def flat_metrics(report: Mapping[str, Any], split: str, prefix: str, with_random
     return out
 
 
-def prediction_records(points: Sequence[ForecastPoint], texts: Mapping[str, Sequence[str]],
-                       candidates: Mapping[str, list[list[str]] | None], model_id: str, prompt_name: str,
-                       prompt_version: str, seed: int | None) -> list[dict[str, Any]]:
+def prediction_records(
+    points: Sequence[ForecastPoint],
+    texts: Mapping[str, Sequence[str]],
+    candidates: Mapping[str, list[list[str]] | None],
+    model_id: str,
+    prompt_name: str,
+    prompt_version: str,
+    seed: int | None,
+) -> list[dict[str, Any]]:
     """JSONL rows in the SPEC §6 prediction format, with the raw texts, model, prompt and seed.
 
     A valid prediction carries ``candidates``; an invalid one carries only ``text`` (its first raw
@@ -116,13 +137,16 @@ def prediction_records(points: Sequence[ForecastPoint], texts: Mapping[str, Sequ
             row["candidates"] = candidates[point.id]
         else:
             row["text"] = raw[0] if raw else ""
-        row.update(raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed)
+        row.update(
+            raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed
+        )
         rows.append(row)
     return rows
 
 
-def example_rows(points: Sequence[ForecastPoint], evaluation: Evaluation, n: int,
-                 context_tail: int = 3) -> tuple[list[str], list[list[Any]]]:
+def example_rows(
+    points: Sequence[ForecastPoint], evaluation: Evaluation, n: int, context_tail: int = 3
+) -> tuple[list[str], list[list[Any]]]:
     """``n`` examples spread evenly over the points (sorted by id): what the logger's table shows."""
     columns = ["id", "level", "k", "context_tail", "targets", "candidates", "S", "repeat_last"]
     if n <= 0 or not points:
@@ -134,8 +158,17 @@ def example_rows(points: Sequence[ForecastPoint], evaluation: Evaluation, n: int
     rows = []
     for point in ordered[::step][:n]:
         tail = " | ".join(e["text"] for e in point.context[-context_tail:])
-        rows.append([point.id, point.level, point.k, tail, " | ".join(point.targets),
-                     " || ".join(" | ".join(c) for c in (evaluation.candidates.get(point.id) or [])) or "(invalid)",
-                     round(per_point[point.id]["S"], 4),
-                     " | ".join((repeat[point.id] or [[]])[0])])
+        rows.append(
+            [
+                point.id,
+                point.level,
+                point.k,
+                tail,
+                " | ".join(point.targets),
+                " || ".join(" | ".join(c) for c in (evaluation.candidates.get(point.id) or []))
+                or "(invalid)",
+                round(per_point[point.id]["S"], 4),
+                " | ".join((repeat[point.id] or [[]])[0]),
+            ]
+        )
     return columns, rows
