@@ -78,10 +78,10 @@ def _zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
     """A zero tensor; in a DataLoader worker it is made in shared memory directly, as torch's
     default_collate does, so the batch is not copied again on its way to the main process
     (fresh shared-memory pages are zero already)."""
-    if torch.utils.data.get_worker_info() is None:
+    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)  # what default_collate uses too
+    if torch.utils.data.get_worker_info() is None or new_shared is None:
         return torch.zeros(shape, dtype=dtype)
-    numel = math.prod(shape)
-    storage = torch.UntypedStorage._new_shared(numel * torch.empty(0, dtype=dtype).element_size())
+    storage = new_shared(math.prod(shape) * torch.empty(0, dtype=dtype).element_size())
     return torch.empty(0, dtype=dtype).set_(storage).view(shape)
 
 
@@ -92,10 +92,11 @@ def _pad_images(images_per_sample: list[list[np.ndarray | None]], length: int) -
     height = max((s[0] for s in shapes), default=1)
     width = max((s[1] for s in shapes), default=1)
     out = _zeros((len(images_per_sample), length, height, width, 3), torch.uint8)
+    target = out.numpy()  # the same memory; numpy copies from read-only arrays (PIL's) without fuss
     for b, ims in enumerate(images_per_sample):
         for t, im in enumerate(ims):
             if im is not None:
-                out[b, t, :im.shape[0], :im.shape[1]] = torch.from_numpy(im)
+                target[b, t, :im.shape[0], :im.shape[1]] = im
     return out.permute(0, 1, 4, 2, 3)
 
 
@@ -263,6 +264,6 @@ class CaptionDataModule(L.LightningDataModule):
         if trainer is not None and trainer.logger is not None:
             trainer.logger.log_metrics({f"{split}/data_{k}": v for k, v in counters.items()},
                                        step=trainer.global_step)
-        if final:
+        if final and (trainer is None or trainer.is_global_zero):
             log.info("%s stream: %d samples, %d bad (%.2f%%), %d shard errors", split, counters["samples_ok"],
                      counters["samples_bad"], 100 * counters["bad_fraction"], counters["shard_errors"])

@@ -102,7 +102,8 @@ class WindowStream(IterableDataset):
                          ("split_by_worker", wds.split_by_worker)]
         pipeline.append(("tar_to_samples", stages.read_shards(stats, self.expected)))
         if self.shuffle and self.shuffle_buffer > 1:
-            pipeline.append(("sample_shuffle", stages.sample_shuffle(self.shuffle_buffer, self.seed, epoch, self.rank)))
+            shuffle = stages.sample_shuffle(self.shuffle_buffer, self.seed, epoch, self.rank)
+            pipeline.append(("sample_shuffle", shuffle))
         pipeline += [("decode", stages.decode(stats, crops=self.crops)),
                      ("model_inputs", stages.model_inputs(self.model_inputs, stats)),
                      ("batch", stages.batch(self.batch_size, self.collate, stats, self.partial_batches))]
@@ -253,18 +254,23 @@ class MonitoredLoader:
 def make_loader(stream: WindowStream, *, num_workers: int = 2, max_bad_fraction: float = 0.05,
                 min_samples: int = 32, epoch_batches: int | None = None, equalize_ranks: bool = True,
                 on_counters: Callable | None = None, report_every: int = 50, pin_memory: bool = False,
-                prefetch_factor: int = 2) -> MonitoredLoader:
+                prefetch_factor: int = 2, persistent_workers: bool = True) -> MonitoredLoader:
     """A MonitoredLoader for the stream; batches are made by the stream (DataLoader batch_size=None).
 
     ``epoch_batches``: fixed batches per epoch (required with resampling). Without resampling and with
     several ranks, ``equalize_ranks`` caps each rank at the smallest rank's batch count, so DDP ranks
     never wait on each other at the end of an epoch (a few samples of the larger ranks are then
-    not seen that epoch)."""
+    not seen that epoch). Workers persist across epochs (no re-fork per epoch); they read the epoch
+    from the stream's shared value."""
     if stream.resampled and epoch_batches is None:
         raise ConfigError("resampled streams need a fixed epoch length (epoch_batches / epoch_samples)")
+    # in_order=False: a batch is handed over as soon as any worker has it. With the default, the main
+    # process holds a fast worker's batches until the slow worker's turn comes, which costs memory
+    # (each batch is tens of MB) and time; the order across workers carries no meaning here.
     loader = DataLoader(stream, batch_size=None, num_workers=num_workers, pin_memory=pin_memory,
                         prefetch_factor=prefetch_factor if num_workers > 0 else None,
-                        persistent_workers=False)
+                        persistent_workers=persistent_workers and num_workers > 0,
+                        in_order=num_workers == 0)
     return MonitoredLoader(loader, stream, max_bad_fraction=max_bad_fraction, min_samples=min_samples,
                            max_batches=epoch_batches, on_counters=on_counters, report_every=report_every,
                            equalize_ranks=equalize_ranks and stream.world_size > 1 and not stream.resampled)

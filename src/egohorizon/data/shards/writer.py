@@ -103,7 +103,7 @@ def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any]) -> dic
         changed = sorted(k for k in set(build) | set(obj.get("build", {}))
                          if build.get(k) != obj.get("build", {}).get(k))
         raise ConfigError(f"{tar_path} was built with other settings ({', '.join(changed)} differ); "
-                          "write to a new folder or pass --overwrite")
+                          "write to a new folder, or delete the old shards first")
     entry = obj.get("entry", {})
     return entry if entry.get("bytes") == tar_path.stat().st_size else None
 
@@ -173,6 +173,8 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
     build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
                            crop_quality=crop_quality, deid=resolved)
     plans, skipped = plan_shards(sources, config, samples_per_shard)
+    log.info("%s: %d windows of %d recordings in %d shards (de-identification: %s)", out_dir,
+             sum(len(p.windows) for p in plans), len(sources), len(plans), resolved)
     entries, reused = [], 0
     for number, plan in enumerate(plans, start=1):
         tar_path = out_dir / plan.relpath
