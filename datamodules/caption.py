@@ -248,7 +248,8 @@ class CaptionDataModule(L.LightningDataModule):
             epoch_batches = max(1, self.epoch_samples // (self.batch_size * stream.world_size))
         return make_loader(stream, num_workers=self.num_workers, max_bad_fraction=self.max_bad_fraction,
                            min_samples=self.min_samples_for_check, epoch_batches=epoch_batches,
-                           report_every=self.log_every, on_counters=lambda counters, final: self._log_counters(split, counters, final))
+                           report_every=self.log_every,
+                           on_counters=lambda counters, final: self._log_counters(split, counters, final))
 
     def train_dataloader(self):
         return self._loader("train")

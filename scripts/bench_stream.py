@@ -299,8 +299,8 @@ def report(figures: dict, args) -> None:
     limits = {"ours / naive >= 3": (3.0, True), "ours / floor >= 0.70": (0.70, True),
               "peak memory 10x / 1x <= 1.10": (1.10, False)}
     print(f"\n(throughput over {args.epochs} passes; one window = {args.frames} frames at long side "
-          f"{args.long_side} + {args.frames} crops of {args.crop_size}; batch {args.batch_size}; best of {args.repeats}; {os.cpu_count()} CPUs, "
-          f"load average {os.getloadavg()[0]:.1f})")
+          f"{args.long_side} + {args.frames} crops of {args.crop_size}; batch {args.batch_size}; "
+          f"best of {args.repeats}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
     for name, value in checks.items():
         limit, at_least = limits[name]
         met = value >= limit if at_least else value <= limit

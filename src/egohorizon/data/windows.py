@@ -139,7 +139,8 @@ def safe_name(text: str, max_length: int = 40) -> str:
 
 
 def window_key(recording: Recording, index: int) -> str:
-    return f"{safe_name(recording.participant)}_{safe_name(recording.day)}_{safe_name(recording.session)}_w{index:05d}"
+    parts = (recording.participant, recording.day, recording.session)
+    return "_".join(safe_name(p) for p in parts) + f"_w{index:05d}"
 
 
 def window_count(recording: Recording, window_s: float) -> int:

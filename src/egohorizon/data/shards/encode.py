@@ -121,6 +121,7 @@ def decode_window(sample: dict[str, Any], *, crops: bool = True) -> DecodedWindo
             has_crop = crops and frame.get("crop_box")
             crop_images.append(decode_jpeg(sample[crop_field(i)]) if has_crop else None)
         except ValueError:
-            raise SampleError(CORRUPT_IMAGE, f"sample {sample.get('__key__')!r}: frame {i} image is corrupt") from None
+            message = f"sample {sample.get('__key__')!r}: frame {i} image is corrupt"
+            raise SampleError(CORRUPT_IMAGE, message) from None
     return DecodedWindow(key=sample.get("__key__", ""), url=sample.get("__url__", ""), meta=meta,
                          frames=frames, crops=crop_images)

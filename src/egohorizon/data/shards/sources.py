@@ -79,8 +79,9 @@ def demo_sources(world, *, frame_size: int = 448, rate_hz: float = 1.0,
         else:
             count = max(1, math.floor((recording.end - recording.start) * rate_hz + 1e-9))
             times = [recording.start + k / rate_hz for k in range(count)]
-        frames = [SourceFrame(t=t, load=functools.partial(_render_demo_frame, world, recording.session, t, frame_size),
-                              gaze_status=GAZE_MISSING, gaze_dt=0.0) for t in times]
+        render = functools.partial(_render_demo_frame, world, recording.session)
+        frames = [SourceFrame(t=t, load=functools.partial(render, t, frame_size), gaze_status=GAZE_MISSING,
+                              gaze_dt=0.0) for t in times]
         utterances = [u for u in transcript
                       if u.get("participant") == recording.participant and u.get("session") == recording.session]
         words = [w for u in utterances for w in _utterance_words(u)]

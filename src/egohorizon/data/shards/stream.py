@@ -20,7 +20,6 @@ This module is the torch side of the shards package (it imports torch); the writ
 from __future__ import annotations
 
 import logging
-import math
 import multiprocessing
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
@@ -138,7 +137,8 @@ class WindowStream(IterableDataset):
             total = 0
             for worker in range(max(1, num_workers)):
                 samples = sum(self.expected.get(u, 0) for u in mine[worker::max(1, num_workers)])
-                total += math.ceil(samples / self.batch_size) if self.partial_batches else samples // self.batch_size
+                full, rest = divmod(samples, self.batch_size)
+                total += full + (1 if rest and self.partial_batches else 0)
             counts.append(total)
         return counts
 
@@ -171,7 +171,8 @@ class StreamMonitor:
             counts.update(snap["counts"])
         bad = sum(counts.get(r, 0) for r in BAD_REASONS)
         seen = counts.get("samples_ok", 0) + bad
-        out = {name: float(counts.get(name, 0)) for name in ("samples_ok", "shards_opened", "shard_errors") + BAD_REASONS}
+        names = ("samples_ok", "shards_opened", "shard_errors") + BAD_REASONS
+        out = {name: float(counts.get(name, 0)) for name in names}
         out["samples_bad"] = float(bad)
         out["bad_fraction"] = bad / seen if seen else 0.0
         return out
@@ -199,7 +200,8 @@ class StreamMonitor:
 
     def describe_bad_shards(self, limit: int = 10) -> str:
         shards = sorted(self.bad_shards().items(), key=lambda kv: -kv[1][0])
-        parts = [f"{url} ({count} bad: {'; '.join(reasons[:2]) or 'see counters'})" for url, (count, reasons) in shards[:limit]]
+        parts = [f"{url} ({count} bad: {'; '.join(reasons[:2]) or 'see counters'})"
+                 for url, (count, reasons) in shards[:limit]]
         more = f" and {len(shards) - limit} more" if len(shards) > limit else ""
         return f"Bad shards: {', '.join(parts)}{more}." if parts else ""
 
