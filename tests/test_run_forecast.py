@@ -16,7 +16,7 @@ from hydra import compose, initialize_config_dir
 
 from egohorizon.run import resolve_ckpt_path, train
 from egohorizon.run_eval import evaluate_run, resolve_adapter
-from egohorizon.schema import ForecastPrediction, load_jsonl
+from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
 
 TOY_BACKBONE = [
     "backbone.hidden_size=32",
@@ -260,3 +260,32 @@ def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
         assert server.requests == n and again["metrics"] == metrics  # answered from the cache
     finally:
         server.httpd.shutdown()
+
+
+def test_an_untrained_backbone_is_prompted_in_context_for_all_candidates(trained):
+    tmp_path, events, _, _ = trained
+    cfg = _compose("eval", [*toy_overrides(events, tmp_path, "in_context"), "embedder=exact", "data.ks=[1]"])
+    result = evaluate_run(cfg)
+    # A random tiny model does not write the JSON answer: every point is invalid, and counted.
+    assert result["metrics"]["test/forecast_invalid_rate_L3_K1"] == 1.0
+    assert result["metrics"]["test/forecast_S_L3_K1"] == 0.0
+    report = json.loads((tmp_path / "in_context" / "reports" / "test.json").read_text())
+    assert report["generation"]["mode"] == "in_prompt"
+    points = report["per_point"]
+    assert points and all(p["invalid"] for p in points)
+
+
+def test_a_points_file_replaces_the_held_out_split(trained):
+    tmp_path, events, _, _ = trained
+    points_file = tmp_path / "train" / "points" / "points_val.jsonl"
+    cfg = _compose(
+        "eval",
+        [
+            *toy_overrides(events, tmp_path, "from_file"),
+            "embedder=exact",
+            f"points={points_file}",
+            "predictors=[repeat_last,random]",
+        ],
+    )
+    result = evaluate_run(cfg)
+    assert result["n_points"] == len(load_jsonl(points_file, ForecastPoint))

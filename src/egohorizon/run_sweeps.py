@@ -130,17 +130,21 @@ def plot_context(rows: list[dict[str, Any]], path: Path) -> Path:
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
+    groups = sorted({(r["source"], r["level"], r["k"]) for r in rows})
+    colours = {group: f"C{i}" for i, group in enumerate(groups)}  # one colour per group, both predictors
     for key, style, label in (
         ("forecast_S_norm", "-o", "model"),
         ("repeat_last_S_norm", "--", "repeat-last"),
     ):
         for (source, level, k), points in sorted(_series(rows, key).items()):
             points = sorted(points, key=lambda r: r["n_context"])
+            name = f"{label} {source + ' ' if source else ''}L{level} K={k}"
             ax.plot(
                 [r["n_context"] for r in points],
                 [r[key] for r in points],
                 style,
-                label=f"{label} {source + ' ' if source else ''}L{level} K={k}",
+                color=colours[(source, level, k)],
+                label=name,
             )
     ax.set_xscale("log")
     ax.axhline(0.0, color="grey", linewidth=0.8)
