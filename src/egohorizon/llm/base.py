@@ -15,6 +15,7 @@ Every backend carries ``model_id``, written beside every prediction it produces.
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
@@ -53,11 +54,12 @@ def message_text(message: Message) -> str:
     )
 
 
-class LLMBackend:
+class LLMBackend(ABC):
     """Base class: subclasses implement ``generate``; ``generate_many`` may run requests concurrently."""
 
     model_id: str = ""
 
+    @abstractmethod
     def generate(
         self,
         prompt: Prompt,
@@ -67,7 +69,7 @@ class LLMBackend:
         seed: int = 0,
         n: int = 1,
     ) -> list[str]:
-        raise NotImplementedError
+        """``n`` completions of ``prompt``."""
 
     def generate_many(
         self,

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import re
 import unicodedata
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -51,13 +52,14 @@ def normalise_text(text: str) -> str:
     return text.strip(" \t\n.,;:!?\"'`")
 
 
-class Embedder:
+class Embedder(ABC):
     """Base class. Subclasses implement ``embed``; ``vectors``/``similarity`` may be specialised."""
 
     name: str = "embedder"
 
+    @abstractmethod
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        raise NotImplementedError
+        """Unit-normalised vectors [len(texts), d]."""
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray:
         """The representation ``EmbeddingTable`` stores; by default the embeddings themselves."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
 from egohorizon.errors import DataError
@@ -85,7 +86,7 @@ def generic_rule(gold: str, pred: str) -> bool | None:
     return None
 
 
-class Judge:
+class Judge(ABC):
     name = "judge"
     model = ""
     prompt_version = ""
@@ -114,8 +115,9 @@ class Judge:
     def __call__(self, gold: str, pred: str) -> bool:
         return self.judge_pairs([(gold, pred)])[0]
 
+    @abstractmethod
     def _decide(self, pairs: list[Pair]) -> list[bool]:
-        raise NotImplementedError
+        """Verdicts for pairs that the generic-label rule did not settle."""
 
     def _record_ruled(self, verdicts: dict[Pair, bool]) -> None:
         """Hook for judges that keep a record of every verdict (the LLM judge's cache)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import random
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,9 +54,10 @@ class Act:
 # --------------------------------------------------------------------------------------------
 
 
-class Part:
+class Part(ABC):
+    @abstractmethod
     def expand(self, rng: random.Random) -> list[str]:
-        raise NotImplementedError
+        """The act keys this part stands for, drawn with ``rng``."""
 
 
 @dataclass(frozen=True)
