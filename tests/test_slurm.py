@@ -95,6 +95,7 @@ def cluster(repo_root):
            "EGOHORIZON_SLURM_DB_PORT": str(base + 3), "SLURM_CONF": str(state / "etc" / "slurm.conf"),
            "PYTHONUNBUFFERED": "1"}
     env.pop("SLURM_JOB_ID", None)  # never inherit an outer job's identity
+    env.pop("WANDB_SERVICE", None)  # nor this process's wandb-core (a test before may have started one)
     env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '')}"  # egohorizon, the venv's python
     handle = Cluster(repo_root, state, env)
     handle.script("start", timeout=900)  # installing the packages takes ~30 s on a fresh machine
