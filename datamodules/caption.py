@@ -74,34 +74,53 @@ class CaptionInputs:
         return out
 
 
-def _zeros(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
-    """A zero tensor; in a DataLoader worker it is made in shared memory directly, as torch's
-    default_collate does, so the batch is not copied again on its way to the main process
-    (fresh shared-memory pages are zero already)."""
-    new_shared = getattr(torch.UntypedStorage, "_new_shared", None)  # what default_collate uses too
-    if torch.utils.data.get_worker_info() is None or new_shared is None:
-        return torch.zeros(shape, dtype=dtype)
-    storage = new_shared(math.prod(shape) * torch.empty(0, dtype=dtype).element_size())
-    return torch.empty(0, dtype=dtype).set_(storage).view(shape)
+def _fill_images(target: np.ndarray, images_per_sample: list[list[np.ndarray | None]]) -> None:
+    """Puts each HWC image into its slot of ``target`` [B, T, H, W, 3] and zeroes the rest of the
+    slots: the memory is reused and may hold an older batch. An image decoded in place (see
+    egohorizon.data.shards.arena) is not copied; any other is one plain copy (channels-last)."""
+    from egohorizon.data.shards.arena import in_slot
+
+    _, length, height, width, _ = target.shape
+    for b, images in enumerate(images_per_sample):
+        for t in range(length):
+            image = images[t] if t < len(images) else None
+            if image is None:
+                target[b, t] = 0
+                continue
+            h, w = image.shape[:2]
+            if not in_slot(image, target[b, t]):
+                target[b, t, :h, :w] = image  # numpy copies from read-only arrays (PIL's) without fuss
+            if h < height:
+                target[b, t, h:] = 0
+            if w < width:
+                target[b, t, :h, w:] = 0
 
 
-def _pad_images(images_per_sample: list[list[np.ndarray | None]], length: int) -> torch.Tensor:
-    """[B, T, 3, H, W] uint8, zero-padded; stored channels-last so each HWC image is one plain copy
-    (the tensor is a channel-first view of that memory)."""
-    shapes = [im.shape for ims in images_per_sample for im in ims if im is not None]
-    height = max((s[0] for s in shapes), default=1)
-    width = max((s[1] for s in shapes), default=1)
-    out = _zeros((len(images_per_sample), length, height, width, 3), torch.uint8)
-    target = out.numpy()  # the same memory; numpy copies from read-only arrays (PIL's) without fuss
-    for b, ims in enumerate(images_per_sample):
-        for t, im in enumerate(ims):
-            if im is not None:
-                target[b, t, :im.shape[0], :im.shape[1]] = im
-    return out.permute(0, 1, 4, 2, 3)
+def _image_batches(groups: list[list[list[np.ndarray | None]]], length: int, reuse: bool) -> list[Any]:
+    """One uint8 tensor [B, T, 3, H, W] per group of images (frames, crops), all in one buffer laid out
+    as egohorizon.data.shards.arena.BatchLayout says.
+
+    When the stream decoded the images straight into a buffer of this layout (its decode arena), that
+    buffer is the batch and nothing is copied. In a DataLoader worker the buffer is reusable shared
+    memory, and the tensors are stand-ins that become tensors in the main process
+    (egohorizon.data.shards.buffers). Stored channels-last, they are channel-first views of it."""
+    from egohorizon.data.shards import buffers
+    from egohorizon.data.shards.arena import BatchLayout, active_arena, largest
+
+    shapes = [[None if im is None else im.shape[:2] for ims in images for im in ims] for images in groups]
+    layout = BatchLayout(len(groups[0]), length, largest(shapes[0]), largest(shapes[1]) if len(groups) > 1 else None)
+    arena = active_arena()
+    buffer = arena.claim(layout, groups) if arena is not None and reuse else None
+    if buffer is None:
+        buffer = buffers.batch_buffer(layout.nbytes, reuse=reuse)
+    for target, images in zip(layout.views(buffer.array), groups):
+        _fill_images(target, images)
+    return [buffer.view(offset, shape, dims=(0, 1, 4, 2, 3)) for offset, shape in layout.offsets()]
 
 
-def collate_windows(samples: list[dict[str, Any]]) -> dict[str, Any]:
-    """Pads frames (and crops) to the longest window and the largest frame of the batch."""
+def collate_windows(samples: list[dict[str, Any]], reuse_buffers: bool = True) -> dict[str, Any]:
+    """Pads frames (and crops) to the longest window and the largest frame of the batch.
+    ``reuse_buffers=False``: fresh memory per batch (the benchmark's naive loader)."""
     length = max(len(s["frames"]) for s in samples)
 
     def padded(key: str, fill: float, dtype: torch.dtype, tail: tuple = ()) -> torch.Tensor:
@@ -110,8 +129,11 @@ def collate_windows(samples: list[dict[str, Any]]) -> dict[str, Any]:
             out[b, :len(s[key])] = s[key]
         return out
 
+    with_crops = "crops" in samples[0]
+    groups = [[s["frames"] for s in samples]] + ([[s["crops"] for s in samples]] if with_crops else [])
+    images = _image_batches(groups, length, reuse_buffers)
     batch = {
-        "frames": _pad_images([s["frames"] for s in samples], length),
+        "frames": images[0],
         "frame_mask": torch.zeros(len(samples), length, dtype=torch.bool),
         "times": padded("times", 0.0, torch.float32),
         "gaze": padded("gaze", math.nan, torch.float32, (2,)),
@@ -121,8 +143,8 @@ def collate_windows(samples: list[dict[str, Any]]) -> dict[str, Any]:
     }
     for b, s in enumerate(samples):
         batch["frame_mask"][b, :len(s["frames"])] = True
-    if "crops" in samples[0]:
-        batch["crops"] = _pad_images([s["crops"] for s in samples], length)
+    if with_crops:
+        batch["crops"] = images[1]
         batch["crop_valid"] = torch.zeros(len(samples), length, dtype=torch.bool)
         for b, s in enumerate(samples):
             batch["crop_valid"][b, :len(s["crops"])] = torch.tensor([c is not None for c in s["crops"]])
@@ -242,7 +264,8 @@ class CaptionDataModule(L.LightningDataModule):
                               batch_size=self.batch_size if train else self.eval_batch_size,
                               model_inputs=self.inputs, collate=collate_windows, shuffle=train,
                               shuffle_buffer=self.shuffle_buffer, seed=self.seed,
-                              resampled=self.resampled and train, crops=self.inputs.crops)
+                              resampled=self.resampled and train, crops=self.inputs.crops,
+                              decode_into_batch=True)
         epoch_batches = None
         if train and self.resampled:
             epoch_batches = max(1, self.epoch_samples // (self.batch_size * stream.world_size))

@@ -2,7 +2,8 @@
 """Benchmark the window-shard loader against a naive per-file loader and bare JPEG decoding.
 
 One run prepares one set of images and measures, on exactly the same JPEG bytes:
-- floor:  bare JPEG decoding of the bytes held in memory, one thread (cv2.imdecode, libjpeg-turbo);
+- floor:  bare JPEG decoding of the bytes held in memory, one thread, with the decoder our loader uses
+          (simplejpeg, libjpeg-turbo); ``floor_cv2``: the same with cv2.imdecode, for reference;
 - ours:   the streaming loader (WindowStream + MonitoredLoader, ``--workers`` DataLoader workers,
           decode + CaptionInputs + collate_windows, i.e. batches ready for the model);
 - naive:  a map-style Dataset reading every frame and crop as its own JPEG file from per-window
@@ -165,40 +166,17 @@ def measure(kind: str, root: Path, batch_size: int, workers: int, multiplier: in
     ``multiplier`` > 0, one resampled epoch of multiplier x N samples instead (the memory check)."""
     import torch
 
-    from datamodules.caption import CaptionInputs, collate_windows
-    from egohorizon.data.shards.index import ShardIndex
-    from egohorizon.data.shards.stream import WindowStream, make_loader
+    import datamodules.caption  # noqa: F401  (imports lightning: its seconds of CPU are not the loader's)
 
     torch.set_num_threads(1)
-    inputs = CaptionInputs()
+    if kind.startswith("floor"):
+        return measure_floor(root, epochs, decoder=kind.removeprefix("floor").lstrip("_") or "ours")
     cpu_before = cpu_seconds()
-    if kind == "floor":
-        blobs = [p.read_bytes() for p in sorted((root / "files").rglob("*.jpg"))]
-        windows = len([p for p in (root / "files").iterdir() if p.is_dir()])
-        import cv2
-
-        cv2.setNumThreads(1)
-        begin = time.perf_counter()
-        for _ in range(epochs):
-            for blob in blobs:
-                cv2.imdecode(np.frombuffer(blob, dtype=np.uint8), cv2.IMREAD_COLOR)
-        seconds = time.perf_counter() - begin
-        return {"samples": windows * epochs, "seconds": seconds, "samples_per_s": windows * epochs / seconds,
-                "peak_mem_mb": None, "cpu_ms_per_sample": 1000 * (cpu_seconds() - cpu_before) / (windows * epochs)}
     if kind.startswith("naive"):
-        dataset = NaiveWindows(root / "files", inputs)
-        loader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, num_workers=workers,
-                                             collate_fn=collate_windows)
+        loader = naive_loader(root, batch_size, workers)
     else:
-        index = ShardIndex.load(root / "shards")
-        resampled = multiplier > 0
-        stream = WindowStream(index.urls(), expected_samples=index.expected_samples(), batch_size=batch_size,
-                              model_inputs=inputs, collate=collate_windows, shuffle=True, shuffle_buffer=8,
-                              resampled=resampled)
-        total = index.totals()["samples"] * multiplier
-        loader = make_loader(stream, num_workers=workers,
-                             epoch_batches=total // batch_size if resampled else None)
-        epochs = 1 if resampled else epochs
+        loader = our_loader(root, batch_size, workers, multiplier)
+        epochs = 1 if multiplier > 0 else epochs
     # Memory is sampled only in the memory runs: reading /proc/*/smaps costs CPU that the timed
     # loaders would otherwise get.
     memory = PeakMemory() if multiplier > 0 else contextlib.nullcontext()
@@ -207,13 +185,75 @@ def measure(kind: str, root: Path, batch_size: int, workers: int, multiplier: in
         begin = time.perf_counter()
         for _ in range(epochs):
             for batch in loader:
-                count += batch["frames"].shape[0]
+                count += consume(batch)
         seconds = time.perf_counter() - begin
-    del loader  # stops the workers, so that their CPU time is counted
+    del loader, batch  # stops the workers, so that their CPU time is counted
     gc.collect()
     return {"samples": count, "seconds": seconds, "samples_per_s": count / seconds,
             "peak_mem_mb": memory.peak / 2**20 if multiplier > 0 else None,
             "cpu_ms_per_sample": 1000 * (cpu_seconds() - cpu_before) / count}
+
+
+def measure_floor(root: Path, epochs: int, decoder: str) -> dict:
+    """Bare decoding of every JPEG's bytes, held in memory, in one thread: with the decoder our loader
+    uses (egohorizon.data.shards.encode.decode_jpeg), or with cv2.imdecode for reference."""
+    import cv2
+
+    from egohorizon.data.shards.encode import decode_jpeg
+
+    cv2.setNumThreads(1)
+    blobs = [p.read_bytes() for p in sorted((root / "files").rglob("*.jpg"))]
+    windows = len([p for p in (root / "files").iterdir() if p.is_dir()])
+    flag = getattr(cv2, "IMREAD_COLOR_RGB", cv2.IMREAD_COLOR)
+    decode = decode_jpeg if decoder == "ours" else (lambda b: cv2.imdecode(np.frombuffer(b, np.uint8), flag))
+    cpu_before, begin = cpu_seconds(), time.perf_counter()
+    for _ in range(epochs):
+        for blob in blobs:
+            decode(blob)
+    seconds = time.perf_counter() - begin
+    return {"samples": windows * epochs, "seconds": seconds, "samples_per_s": windows * epochs / seconds,
+            "peak_mem_mb": None, "cpu_ms_per_sample": 1000 * (cpu_seconds() - cpu_before) / (windows * epochs)}
+
+
+def naive_loader(root: Path, batch_size: int, workers: int):
+    """A plain DataLoader over NaiveWindows with the same inputs and collate as ours, but without our
+    reusable batch buffers (with workers, each batch goes into fresh shared memory, as default_collate)."""
+    import functools
+
+    import torch
+
+    from datamodules.caption import CaptionInputs, collate_windows
+
+    return torch.utils.data.DataLoader(NaiveWindows(root / "files", CaptionInputs()), batch_size=batch_size,
+                                       num_workers=workers,
+                                       collate_fn=functools.partial(collate_windows, reuse_buffers=False))
+
+
+def our_loader(root: Path, batch_size: int, workers: int, multiplier: int):
+    from datamodules.caption import CaptionInputs, collate_windows
+    from egohorizon.data.shards.index import ShardIndex
+    from egohorizon.data.shards.stream import WindowStream, make_loader
+
+    index = ShardIndex.load(root / "shards")
+    resampled = multiplier > 0
+    stream = WindowStream(index.urls(), expected_samples=index.expected_samples(), batch_size=batch_size,
+                          model_inputs=CaptionInputs(), collate=collate_windows, shuffle=True, shuffle_buffer=8,
+                          resampled=resampled, decode_into_batch=True)
+    total = index.totals()["samples"] * multiplier
+    return make_loader(stream, num_workers=workers, epoch_batches=total // batch_size if resampled else None)
+
+
+def consume(batch: dict) -> int:
+    """Reads one byte of every 4 kB page of the batch's images, as a copy to the GPU would read them
+    all: a batch in shared memory is mapped into the main process only then, at a cost that belongs to
+    the loader. Returns the number of windows."""
+    import torch
+
+    for key in ("frames", "crops"):
+        if key in batch:
+            memory = torch.empty(0, dtype=torch.uint8).set_(batch[key].untyped_storage())
+            memory[::4096].sum()
+    return batch["frames"].shape[0]
 
 
 def cpu_seconds() -> float:
@@ -245,7 +285,7 @@ def main() -> int:
     parser.add_argument("--crop-size", type=int, default=256)
     parser.add_argument("--batch-size", type=int, default=4)
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per loader; best kept")
+    parser.add_argument("--repeats", type=int, default=3, help="rounds of all loaders; medians reported")
     parser.add_argument("--root", type=Path, help="reuse (or keep) the prepared data here")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--measure", help=argparse.SUPPRESS)
@@ -266,47 +306,70 @@ def main() -> int:
         for path in (args.root / "files").rglob("*"):  # warm the page cache for every loader alike
             if path.is_file():
                 path.read_bytes()
-        # Interleaved repeats, best of each: on a shared machine, load from other processes comes and
-        # goes, and the best run is the one least disturbed.
-        runs = {"floor": ("floor", 0), "ours": ("ours", args.workers), "naive": ("naive", 0),
-                f"naive_{args.workers}_workers": ("naive", args.workers)}
-        figures: dict[str, dict] = {}
-        for _ in range(args.repeats):
-            for name, (kind, workers) in runs.items():
-                fig = run_measure(kind, args, workers)
-                if name not in figures or fig["samples_per_s"] > figures[name]["samples_per_s"]:
-                    figures[name] = fig
-        # Memory: the same resampled loader streaming N and 10 N samples.
-        figures["ours_resampled_1x"] = run_measure("ours", args, args.workers, multiplier=1)
-        figures["ours_resampled_10x"] = run_measure("ours", args, args.workers, multiplier=10)
-    report(figures, args)
+        repeats = run_repeats(args)
+        # Memory: the same resampled loader streaming N and 10 N samples, median peak of the repeats
+        # (how many batch buffers a worker needs at once depends on timing: 2 or 3 on this machine).
+        memory = {f"ours_resampled_{m}x": median_memory([run_measure("ours", args, args.workers, multiplier=m)
+                                                         for _ in range(args.repeats)]) for m in (1, 10)}
+    report(repeats, memory, args)
     return 0
 
 
-def report(figures: dict, args) -> None:
-    ours, naive, floor = figures["ours"], figures["naive"], figures["floor"]
-    one, ten = figures["ours_resampled_1x"], figures["ours_resampled_10x"]
+def run_repeats(args) -> list[dict[str, dict]]:
+    """``--repeats`` rounds, each measuring every loader once, back to back: on a shared machine the
+    load from other processes comes and goes, and loaders compared within one round saw about the same."""
+    runs = {"floor": ("floor", 0), "floor_cv2": ("floor_cv2", 0), "ours": ("ours", args.workers),
+            "naive": ("naive", 0), f"naive_{args.workers}_workers": ("naive", args.workers)}
+    rounds = []
+    for _ in range(args.repeats):
+        load = os.getloadavg()[0]
+        rounds.append({name: {**run_measure(kind, args, workers), "load_before": load}
+                       for name, (kind, workers) in runs.items()})
+    return rounds
+
+
+def median_memory(figures: list[dict]) -> dict:
+    return {**sorted(figures, key=lambda fig: fig["peak_mem_mb"])[len(figures) // 2],
+            "peak_mem_mb_runs": [fig["peak_mem_mb"] for fig in figures]}
+
+
+def median_run(figures: list[dict]) -> dict:
+    """The run with the median samples/s (a real run, so that its columns belong together)."""
+    return sorted(figures, key=lambda fig: fig["samples_per_s"])[len(figures) // 2]
+
+
+def report(rounds: list[dict[str, dict]], memory: dict[str, dict], args) -> None:
+    figures = {name: median_run([r[name] for r in rounds]) for name in rounds[0]} | memory
     print(f"\n{'loader':<22}{'samples':>9}{'seconds':>10}{'samples/s':>11}{'CPU ms/sample':>15}{'peak PSS MB':>13}")
     for name, fig in figures.items():
         rss = f"{fig['peak_mem_mb']:.0f}" if fig["peak_mem_mb"] else "-"
         print(f"{name:<22}{fig['samples']:>9}{fig['seconds']:>10.2f}{fig['samples_per_s']:>11.1f}"
               f"{fig['cpu_ms_per_sample']:>15.1f}{rss:>13}")
-    checks = {
-        "ours / naive >= 3": ours["samples_per_s"] / naive["samples_per_s"],
-        "ours / floor >= 0.70": ours["samples_per_s"] / floor["samples_per_s"],
-        "peak memory 10x / 1x <= 1.10": ten["peak_mem_mb"] / one["peak_mem_mb"],
+    per_round = {
+        "ours / naive >= 3": [r["ours"]["samples_per_s"] / r["naive"]["samples_per_s"] for r in rounds],
+        "ours / floor >= 0.70": [r["ours"]["samples_per_s"] / r["floor"]["samples_per_s"] for r in rounds],
     }
+    checks = {name: float(np.median(values)) for name, values in per_round.items()}
+    checks["peak memory 10x / 1x <= 1.10"] = (memory["ours_resampled_10x"]["peak_mem_mb"]
+                                              / memory["ours_resampled_1x"]["peak_mem_mb"])
     limits = {"ours / naive >= 3": (3.0, True), "ours / floor >= 0.70": (0.70, True),
               "peak memory 10x / 1x <= 1.10": (1.10, False)}
+    loads = [r["ours"]["load_before"] for r in rounds]
     print(f"\n(throughput over {args.epochs} passes; one window = {args.frames} frames at long side "
-          f"{args.long_side} + {args.frames} crops of {args.crop_size}; batch {args.batch_size}; "
-          f"best of {args.repeats}; {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f})")
+          f"{args.long_side} + {args.frames} crops of {args.crop_size}; batch {args.batch_size}; median of "
+          f"{args.repeats} rounds; {os.cpu_count()} CPUs, load average {min(loads):.1f}-{max(loads):.1f})")
     for name, value in checks.items():
         limit, at_least = limits[name]
         met = value >= limit if at_least else value <= limit
-        print(f"{name:<28}{value:>7.2f}   {'met' if met else 'NOT met'}")
+        spread = per_round.get(name)
+        rounds_text = f"   (rounds: {', '.join(f'{v:.2f}' for v in spread)})" if spread else ""
+        print(f"{name:<28}{value:>7.2f}   {'met' if met else 'NOT met'}{rounds_text}")
+    print("peak PSS MB per run: " + "; ".join(
+        f"{name.removeprefix('ours_resampled_')}: {', '.join(f'{v:.0f}' for v in fig['peak_mem_mb_runs'])}"
+        for name, fig in memory.items()))
     if args.json:
-        args.json.write_text(json.dumps({"figures": figures, "checks": checks}, indent=1))
+        args.json.write_text(json.dumps({"rounds": rounds, "memory": memory, "figures": figures, "checks": checks},
+                                        indent=1))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 Each stage is a callable ``stage(source_iterator) -> iterator`` (the first one takes nothing), so
 a pipeline is a list of ``(name, stage)`` pairs, as in open_clip's WebDataset loader. WebDataset's own
 stages are used where they fit (SimpleShardList, ResampledShards, detshuffle, split_by_worker, the tar
-readers, shuffle, batched); the ones written here add what they lack:
+readers, shuffle); the ones written here add what they lack:
 - ``split_by_node`` takes the rank resolved in the main process (DataLoader workers started with
   ``spawn`` do not see the process group, and WebDataset's version would then give every rank all
   shards);
@@ -12,7 +12,9 @@ readers, shuffle, batched); the ones written here add what they lack:
 - ``decode`` checks every sample against its own metadata (a truncated tar yields partial samples
   without raising) and skips and counts what is unusable;
 - ``batch`` attaches the worker's counters to every batch and sends a last counters-only item when
-  the worker runs dry, so the main process sees the counts of workers that produced nothing usable.
+  the worker runs dry, so the main process sees the counts of workers that produced nothing usable;
+- ``decode`` and ``batch`` share a DecodeArena (egohorizon.data.shards.arena) when the stream has one:
+  images are decoded straight into the memory of the batch they will form, not copied there.
 """
 
 from __future__ import annotations
@@ -22,13 +24,18 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from egohorizon.data.shards import buffers
 from egohorizon.data.shards.encode import SampleError, decode_window
+
+if TYPE_CHECKING:
+    from egohorizon.data.shards.arena import DecodeArena
 
 STATS_KEY = "stream_stats"
 FINAL_KEY = "stream_final"  # marks the counters-only item a worker sends when it is done
 LOST_IN_SHARD = "lost_in_shard"
+IN_PLACE, COPIED = "batches_in_place", "batches_copied"  # with a decode arena: was the batch copied?
 MAX_REASONS_PER_SHARD = 3
 READ_BUFFER = 1 << 20
 
@@ -131,11 +138,13 @@ def sample_shuffle(bufsize: int, seed: int, epoch: int, rank: int) -> Callable[[
 # ----------------------------------------------------------------------------------------------
 
 
-def decode(stats: StreamStats, *, crops: bool = True) -> Callable[[Iterable[dict]], Iterator]:
+def decode(stats: StreamStats, *, crops: bool = True, arena: DecodeArena | None = None
+           ) -> Callable[[Iterable[dict]], Iterator]:
+    """Raw samples -> DecodedWindow; with an arena, images go straight into the batch being assembled."""
     def stage(src: Iterable[dict]) -> Iterator:
         for sample in src:
             try:
-                window = decode_window(sample, crops=crops)
+                window = decode_window(sample, crops=crops, arena=arena)
             except SampleError as error:
                 stats.bad(error.reason, sample.get("__url__", "?"), str(error))
                 continue
@@ -158,14 +167,36 @@ def model_inputs(function: Callable[[Any], Any], stats: StreamStats) -> Callable
     return stage
 
 
-def batch(batch_size: int, collate: Callable[[list], dict], stats: StreamStats,
-          partial: bool = True) -> Callable[[Iterable], Iterator[dict]]:
-    from webdataset.filters import _batched
+def batch(batch_size: int, collate: Callable[[list], dict], stats: StreamStats, partial: bool = True,
+          arena: DecodeArena | None = None) -> Callable[[Iterable], Iterator[dict]]:
+    """Collates every ``batch_size`` samples (within the arena's ``collating``, so the collate can take
+    the arena's buffer). Written here rather than WebDataset's _batched, which reads the next batch's
+    first sample before collating: with an arena, that window would be decoded into the wrong batch."""
+    def collated(samples: list) -> dict:
+        if arena is None:
+            item = collate(samples)
+        else:
+            claimed = arena.claimed_batches
+            with arena.collating():
+                item = collate(samples)
+            stats.counts[IN_PLACE if arena.claimed_batches > claimed else COPIED] += 1
+        item[STATS_KEY] = stats.snapshot()
+        return buffers.small_tensors_by_value(item)
 
     def stage(src: Iterable) -> Iterator[dict]:
-        for item in _batched(src, batchsize=batch_size, collation_fn=collate, partial=partial):
-            item[STATS_KEY] = stats.snapshot()
-            yield item
+        samples: list = []
+        try:
+            for sample in src:
+                samples.append(sample)
+                if len(samples) == batch_size:
+                    item, samples = collated(samples), []
+                    yield item
+            if samples and partial:
+                item, samples = collated(samples), []
+                yield item
+        finally:
+            if arena is not None:
+                arena.close()
         yield {STATS_KEY: stats.snapshot(), FINAL_KEY: True}
 
     return stage

@@ -10,6 +10,10 @@
   shards with replacement (WebDataset's ResampledShards, seeded by seed, epoch, rank, worker) and
   the loader stops after a fixed number of batches: the multi-node recipe, where equal batch counts
   per rank matter more than exact coverage.
+- ``decode_into_batch=True`` (for a collate that takes the arena's buffer, as
+  datamodules.caption.collate_windows does): images are decoded straight into the batch's memory,
+  and in DataLoader workers that memory is reused shared memory (egohorizon.data.shards.arena,
+  .buffers). The batches are the same either way.
 - ``MonitoredLoader`` wraps the DataLoader in the main process: it strips the counters that every
   batch carries, sums them over workers, hands them to a logging callback, and raises DataError
   naming the bad shards when the share of bad samples passes ``max_bad_fraction``.
@@ -31,6 +35,7 @@ from torch.utils.data import DataLoader, IterableDataset
 from webdataset.utils import PipelineStage
 
 from egohorizon.data.shards import stages
+from egohorizon.data.shards.arena import DecodeArena
 from egohorizon.data.shards.stages import FINAL_KEY, STATS_KEY, StreamStats
 from egohorizon.errors import ConfigError, DataError
 
@@ -61,7 +66,7 @@ class WindowStream(IterableDataset):
                  batch_size: int = 1, model_inputs: Callable = identity, collate: Callable = as_list,
                  shuffle: bool = True, shuffle_buffer: int = 32, seed: int = 0, resampled: bool = False,
                  crops: bool = True, rank: int | None = None, world_size: int | None = None,
-                 partial_batches: bool = True):
+                 partial_batches: bool = True, decode_into_batch: bool = False):
         super().__init__()
         if not urls:
             raise ConfigError("no shards selected: check the shard folder and the split's days")
@@ -70,6 +75,7 @@ class WindowStream(IterableDataset):
         self.batch_size, self.model_inputs, self.collate = batch_size, model_inputs, collate
         self.shuffle, self.shuffle_buffer, self.seed = shuffle, shuffle_buffer, seed
         self.resampled, self.crops, self.partial_batches = resampled, crops, partial_batches
+        self.decode_into_batch = decode_into_batch
         if rank is None or world_size is None:
             rank, world_size = distributed_rank()
         self.rank, self.world_size = rank, world_size
@@ -103,9 +109,10 @@ class WindowStream(IterableDataset):
         if self.shuffle and self.shuffle_buffer > 1:
             shuffle = stages.sample_shuffle(self.shuffle_buffer, self.seed, epoch, self.rank)
             pipeline.append(("sample_shuffle", shuffle))
-        pipeline += [("decode", stages.decode(stats, crops=self.crops)),
+        arena = DecodeArena(self.batch_size) if self.decode_into_batch else None
+        pipeline += [("decode", stages.decode(stats, crops=self.crops, arena=arena)),
                      ("model_inputs", stages.model_inputs(self.model_inputs, stats)),
-                     ("batch", stages.batch(self.batch_size, self.collate, stats, self.partial_batches))]
+                     ("batch", stages.batch(self.batch_size, self.collate, stats, self.partial_batches, arena))]
         return pipeline
 
     @property
@@ -171,7 +178,7 @@ class StreamMonitor:
             counts.update(snap["counts"])
         bad = sum(counts.get(r, 0) for r in BAD_REASONS)
         seen = counts.get("samples_ok", 0) + bad
-        names = ("samples_ok", "shards_opened", "shard_errors") + BAD_REASONS
+        names = ("samples_ok", "shards_opened", "shard_errors", stages.IN_PLACE, stages.COPIED) + BAD_REASONS
         out = {name: float(counts.get(name, 0)) for name in names}
         out["samples_bad"] = float(bad)
         out["bad_fraction"] = bad / seen if seen else 0.0

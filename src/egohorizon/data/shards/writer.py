@@ -119,8 +119,9 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
     gaze, deid = Counter(), Counter()
     keys, sessions, frames, words = [], [], 0, 0
     try:
-        # mtime fixed: the same inputs give byte-identical shards.
-        with wds.TarWriter(str(tmp), encoder=False, mtime=0.0) as sink:
+        # mtime fixed: the same inputs give byte-identical shards. An int, not 0.0: tarfile writes a
+        # float mtime as an extra PAX header per member, which doubles the header parsing on every read.
+        with wds.TarWriter(str(tmp), encoder=False, mtime=0) as sink:
             for window in plan.windows:
                 sample = build_window(window.source.recording, window.index, window.frames, window.words,
                                       window.source.events, config, deidentify)
