@@ -50,6 +50,22 @@ def _quiet_libraries() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    _route_lightning_logs_to_root()
+
+
+def _route_lightning_logs_to_root() -> None:
+    """Lightning adds its own stream handler when it is imported before logging is configured (here,
+    before Hydra's job logging); with Hydra's root handler too, every message printed twice."""
+    import logging
+
+    if not logging.getLogger().hasHandlers():
+        return
+    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
+        lightning_log = logging.getLogger(name)
+        for handler in list(lightning_log.handlers):
+            if type(handler) is logging.StreamHandler:
+                lightning_log.removeHandler(handler)
+        lightning_log.propagate = True
 
 
 # -- building ---------------------------------------------------------------------------------------
