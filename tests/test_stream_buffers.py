@@ -139,3 +139,13 @@ def test_worker_batches_match_and_held_batches_are_never_overwritten(toy):
     assert [(frames.sum().item(), int(crops.sum())) for frames, crops in held] == checksums
     # Buffers are mapped once and reused: a handful per worker, not one per batch (18 batches).
     assert 0 < len(buffers._MAPPINGS) <= 2 * buffers.MAX_BUFFERS
+
+
+def test_mappings_of_exited_workers_are_dropped(toy):
+    import os
+
+    loader = make_loader(caption_stream(toy, into_batch=True), num_workers=2, persistent_workers=False)
+    for _ in range(2):
+        assert sum(len(b["key"]) for b in loader) == 12
+        for pid, _slot in buffers._MAPPINGS:  # this epoch's workers have exited: nothing of theirs is kept
+            os.kill(pid, 0)

@@ -232,10 +232,10 @@ def _release(flags: torch.Tensor, slot: int) -> None:
 def _attach(pid: int, slot: int, generation: int, buffer: torch.Tensor | None,
             flags: torch.Tensor | None) -> torch.Tensor:
     """A tensor over the whole buffer, with a storage of its own whose death releases the buffer."""
+    if buffer is not None and not any(p == pid for p, _ in _MAPPINGS):
+        forget_exited_workers()  # a new worker: perhaps the previous epoch's ones have exited
     with _LOCK:
         if buffer is not None:
-            if not any(p == pid for p, _ in _MAPPINGS):
-                _forget_exited_workers()
             _MAPPINGS[(pid, slot)] = (generation, buffer, flags)
         entry = _MAPPINGS.get((pid, slot))
     if entry is None or entry[0] != generation:
@@ -247,14 +247,15 @@ def _attach(pid: int, slot: int, generation: int, buffer: torch.Tensor | None,
     return base
 
 
-def _forget_exited_workers() -> None:
-    """Drops the mappings of workers that have exited (a new worker shows up after each epoch when
-    workers do not persist); batches still held keep their own memory alive."""
-    for pid in {p for p, _ in _MAPPINGS}:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            for key in [k for k in _MAPPINGS if k[0] == pid]:
-                del _MAPPINGS[key]
-        except PermissionError:
-            pass
+def forget_exited_workers() -> None:
+    """Drops the mappings of workers that have exited (at the end of each epoch when workers do not
+    persist); batches still held keep their own memory alive."""
+    with _LOCK:
+        for pid in {p for p, _ in _MAPPINGS}:
+            try:
+                os.kill(pid, 0)
+            except ProcessLookupError:
+                for key in [k for k in _MAPPINGS if k[0] == pid]:
+                    del _MAPPINGS[key]
+            except PermissionError:  # alive, under another user
+                pass

@@ -34,7 +34,7 @@ import webdataset as wds
 from torch.utils.data import DataLoader, IterableDataset
 from webdataset.utils import PipelineStage
 
-from egohorizon.data.shards import stages
+from egohorizon.data.shards import buffers, stages
 from egohorizon.data.shards.arena import DecodeArena
 from egohorizon.data.shards.stages import FINAL_KEY, STATS_KEY, StreamStats
 from egohorizon.errors import ConfigError, DataError
@@ -257,6 +257,7 @@ class MonitoredLoader:
                 break
         if self.on_counters:
             self.on_counters(self.monitor.counters(), True)
+        buffers.forget_exited_workers()  # workers that do not persist have exited by now
         self.monitor.check(final=limit is None)
 
 
