@@ -4,21 +4,19 @@ path, padding zeroed in reused memory, and no batch overwritten while the consum
 from __future__ import annotations
 
 import pickle
+from multiprocessing.reduction import ForkingPickler
 
 import cv2
 import numpy as np
 import pytest
 import torch
 from test_shards_helpers import build_toy_shards, numbered_frame
-from multiprocessing.reduction import ForkingPickler
 
 from datamodules.caption import CaptionInputs, _fill_images, collate_windows
 from egohorizon.data.shards import buffers
 from egohorizon.data.shards.arena import BatchLayout, DecodeArena
 from egohorizon.data.shards.encode import decode_jpeg, encode_jpeg, jpeg_shape
 from egohorizon.data.shards.stream import WindowStream, make_loader
-
-IMAGE_KEYS = ("frames", "crops")
 
 
 @pytest.fixture(scope="module")
@@ -149,3 +147,30 @@ def test_mappings_of_exited_workers_are_dropped(toy):
         assert sum(len(b["key"]) for b in loader) == 12
         for pid, _slot in buffers._MAPPINGS:  # this epoch's workers have exited: nothing of theirs is kept
             os.kill(pid, 0)
+
+
+def test_arena_reuses_its_buffer_after_a_failed_first_window():
+    arena = DecodeArena(batch_size=2)
+    arena.place([(4, 6)], None)
+    first = arena.buffer
+    arena.unplace()  # the batch's first window was corrupt
+    arena.place([(4, 6)], None)
+    assert arena.buffer is first
+
+
+def test_corrupt_images_are_skipped_the_same_way_when_decoding_into_the_batch(tmp_path):
+    from test_stream import rewrite_member
+
+    index = build_toy_shards(tmp_path / "shards", seconds=70, samples_per_shard=3)
+    paths = [index.path_of(e) for e in index.shards]
+    rewrite_member(paths[0], lambda n: n.endswith(".f004.jpg"), lambda d: d[: len(d) // 2])  # truncated
+    rewrite_member(paths[1], lambda n: n.endswith(".c002.jpg"), lambda d: b"garbage")  # a corrupt crop
+    results = []
+    for into_batch in (False, True):
+        loader = make_loader(caption_stream(index, into_batch=into_batch, batch_size=2), num_workers=0,
+                             max_bad_fraction=1.0)
+        results.append((by_key(loader), loader.monitor.counters()))
+    (plain, plain_counters), (arena_rows, arena_counters) = results
+    assert len(plain) == 10 and plain_counters["corrupt_image"] == 2
+    assert_same_rows(arena_rows, plain)
+    assert arena_counters["corrupt_image"] == 2 and arena_counters["batches_in_place"] > 0

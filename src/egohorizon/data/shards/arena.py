@@ -106,8 +106,10 @@ class DecodeArena:
     def _start(self, frames: Sequence[Shape], crops: Sequence[Shape | None] | None) -> None:
         layout = BatchLayout(self.batch_size, len(frames), largest(frames),
                              None if crops is None else largest(crops))
-        # Reuse the last buffer when its batch was copied elsewhere and nothing refers to it anymore
-        # (references: self.buffer's array, and getrefcount's argument).
+        # Reuse the last buffer when its batch was copied elsewhere (or its first window failed to
+        # decode) and nothing refers to it anymore (references: self.buffer's array, getrefcount's
+        # argument; our own views of it are dropped first).
+        self.groups = []
         reusable = (self.buffer is not None and self.buffer.nbytes >= layout.nbytes
                     and sys.getrefcount(self.buffer.array) <= 2)
         if not reusable:

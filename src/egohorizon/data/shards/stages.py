@@ -26,7 +26,6 @@ from dataclasses import dataclass, field
 from itertools import islice
 from typing import TYPE_CHECKING, Any
 
-from egohorizon.data.shards import buffers
 from egohorizon.data.shards.encode import SampleError, decode_window
 
 if TYPE_CHECKING:
@@ -172,6 +171,8 @@ def batch(batch_size: int, collate: Callable[[list], dict], stats: StreamStats, 
     """Collates every ``batch_size`` samples (within the arena's ``collating``, so the collate can take
     the arena's buffer). Written here rather than WebDataset's _batched, which reads the next batch's
     first sample before collating: with an arena, that window would be decoded into the wrong batch."""
+    from egohorizon.data.shards import buffers  # imports torch: this module stays light for `shards verify`
+
     def collated(samples: list) -> dict:
         if arena is None:
             item = collate(samples)
