@@ -213,6 +213,13 @@ def test_bad_clock_needs_device_time_base(shared_data, tmp_path):
     assert rec.frames[0].t == pytest.approx(87551.170813262)
 
 
+def test_truncated_vrs_is_a_clear_error(shared_data, tmp_path):
+    vrs = tmp_path / "truncated.vrs"
+    vrs.write_bytes((shared_data / GEN1 / "aria_everyday_activities_test_data/recording.vrs").read_bytes()[:3000])
+    with pytest.raises(DataError, match="truncated.vrs: projectaria-tools cannot read this VRS file"):
+        ingest_aria(vrs, tmp_path / "out", participant="p1")
+
+
 def test_gen2_gaze_from_another_time_is_marked_not_dropped(shared_data, tmp_path):
     rec = ingest_aria(shared_data / GEN2 / "aria_gen2_unit_test_sequence_with_bluetooth.vrs", tmp_path / "g2",
                       participant="g2", gaze_csv=shared_data / GEN2 / "mps_sample/eye_gaze/general_eye_gaze.csv",

@@ -265,7 +265,10 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
     vrs_path = Path(vrs_path)
     if not vrs_path.is_file():
         raise DataError(f"{vrs_path}: VRS file not found")
-    provider = data_provider.create_vrs_data_provider(str(vrs_path))
+    try:
+        provider = data_provider.create_vrs_data_provider(str(vrs_path))
+    except RuntimeError as error:  # a truncated or foreign file fails inside the C++ reader
+        raise DataError(f"{vrs_path}: projectaria-tools cannot read this VRS file ({error})") from error
     if provider is None:
         raise DataError(f"{vrs_path}: projectaria-tools cannot open this VRS file")
     stream = provider.get_stream_id_from_label(camera_label)
