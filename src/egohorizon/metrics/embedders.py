@@ -39,6 +39,16 @@ QWEN3_ACTION_INSTRUCTION = (
     "focus on the core action verb and the object acted on, not on incidental details\nQuery:"
 )
 
+# A text is cut to this many characters per token of the model's input length *before* tokenizing:
+# the tokenizer keeps only the first ``max_seq_length`` tokens anyway, but it tokenizes the whole
+# string first (a 50 MB candidate took 4 GB with MiniLM, issue 9). WordPiece emits at least one token
+# per word of up to 100 characters (BERT's ``max_input_chars_per_word``; MiniLM's longest vocabulary
+# entry is 18), so the cut never shortens what the model reads unless the text is mostly whitespace
+# or words longer than that.
+CHARS_PER_TOKEN = 100
+# Input length assumed when a model does not state one (sentence-transformers' ``max_seq_length``).
+DEFAULT_MAX_TOKENS = 512
+
 # name -> (hub id or local path, instruction prompt)
 NAMED_MODELS: dict[str, tuple[str, str | None]] = {
     "qwen3-embedding-8b": ("Qwen/Qwen3-Embedding-8B", QWEN3_ACTION_INSTRUCTION),
@@ -50,6 +60,19 @@ def normalise_text(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).casefold()
     text = re.sub(r"\s+", " ", text)
     return text.strip(" \t\n.,;:!?\"'`")
+
+
+def repair_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (e.g. ``"\\udcff"`` from JSON or ``surrogateescape``) as U+FFFD.
+
+    A lone surrogate is not valid Unicode: Rust tokenizers refuse the whole string with a TypeError.
+    A surrogate *pair* split over two code points is joined into its character.
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 class Embedder(ABC):
@@ -152,6 +175,9 @@ class SentenceTransformerEmbedder(Embedder):
         self.memory_bytes = memory_bytes
         self._memory: dict[str, np.ndarray] = {}
         self._model = None
+        # texts changed before they reached the model, over this embedder's life (issue 9)
+        self.repaired_texts = 0
+        self.truncated_texts = 0
 
     def _load(self):
         if self._model is None:
@@ -185,7 +211,7 @@ class SentenceTransformerEmbedder(Embedder):
         if new:
             model = self._load()
             vectors = model.encode(
-                new,
+                self._model_inputs(new),
                 batch_size=self.batch_size,
                 prompt=self.prompt,
                 convert_to_numpy=True,
@@ -198,6 +224,46 @@ class SentenceTransformerEmbedder(Embedder):
             if (len(self._memory) + len(fresh)) * out.shape[1] * 4 > self.memory_bytes:
                 self._memory.clear()
             self._memory.update(fresh)
+        return out
+
+    @property
+    def max_chars(self) -> int:
+        """Characters of a text that can reach the model: ``CHARS_PER_TOKEN`` per input token."""
+        tokens = getattr(self._load(), "max_seq_length", None)
+        if not isinstance(tokens, int) or not 0 < tokens <= 10**6:
+            tokens = DEFAULT_MAX_TOKENS
+        return tokens * CHARS_PER_TOKEN
+
+    def _model_inputs(self, texts: list[str]) -> list[str]:
+        """Texts as the tokenizer can take them: cut to ``max_chars``, lone surrogates replaced.
+
+        Results are still stored under the original strings; the changes are counted and logged.
+        """
+        limit = self.max_chars
+        out, repaired, truncated = [], 0, 0
+        for text in texts:
+            if len(text) > limit:
+                text, truncated = text[:limit], truncated + 1
+            fixed = repair_surrogates(text)
+            repaired += fixed is not text
+            out.append(fixed)
+        if repaired:
+            log.warning(
+                "embedder %s: %d text(s) held lone surrogates (invalid Unicode), replaced by U+FFFD",
+                self.name,
+                repaired,
+            )
+        if truncated:
+            log.warning(
+                "embedder %s: %d text(s) longer than %d characters cut to that length "
+                "(the model reads at most %d tokens)",
+                self.name,
+                truncated,
+                limit,
+                limit // CHARS_PER_TOKEN,
+            )
+        self.repaired_texts += repaired
+        self.truncated_texts += truncated
         return out
 
     @property
