@@ -521,7 +521,7 @@ class Segment(Record):
 
 @dataclass
 class HandBox(Record):
-    """A gold hand box at a 30 fps frame index."""
+    """A gold hand box at a 30 fps frame index; ``grid`` N: the clip is annotated on frames 0, N, 2N, ..."""
 
     KEY: ClassVar = None
     FIELDS: ClassVar = {
@@ -529,12 +529,22 @@ class HandBox(Record):
         "frame": (non_negative_int, True),
         "hand": (one_of(*HANDS), True),
         "box": (box, True),
+        "grid": (positive_int, False),
     }
     clip: str = ""
     frame: int = 0
     hand: str = "left"
     box: list[float] = field(default_factory=list)
+    grid: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _cross_checks(cls, values):
+        if "frame" in values and values.get("grid") and values["frame"] % values["grid"]:
+            grid = values["grid"]
+            expected = f"expected a frame on the clip's grid of {grid} (0, {grid}, {2 * grid}, ...)"
+            return [("frame", f"{expected}, got {values['frame']}")]
+        return []
 
 
 @dataclass
