@@ -296,6 +296,7 @@ def run_boxes(args: argparse.Namespace) -> int:
 
     gold = _load(args.gold, HandBox)
     _check_duplicate_gold_boxes(args.gold)
+    _check_gold_box_grids(args.gold)
     predictions = _load(args.pred, BoxPrediction)
     report = centroid_hit_fraction(gold, predictions, fps=args.fps)
     report["inputs"] = _reconcile(sorted({b.clip for b in gold}), sorted({p.clip for p in predictions}), args)
@@ -324,3 +325,40 @@ def _check_duplicate_gold_boxes(path: str) -> None:
         seen.setdefault(key, line)
     if defects:
         raise RecordError(defects)
+
+
+def _check_gold_box_grids(path: str) -> None:
+    """A clip's records agree on its ``grid`` and all its frames lie on it (SPEC §4), named by line."""
+    from egohorizon.schema import Defect, RecordError, iter_json_lines
+
+    lines = list(iter_json_lines(path))  # records already validated by _load
+    grids: dict[str, tuple[int, int]] = {}
+    defects = []
+    for line, obj, _ in lines:
+        if obj.get("grid") is None:
+            continue
+        grid = int(obj["grid"])
+        first = grids.setdefault(obj["clip"], (grid, line))
+        if first[0] != grid:
+            defects.append(
+                Defect(
+                    path,
+                    line,
+                    "grid",
+                    f"clip {obj['clip']!r} has grid {first[0]} on line {first[1]}, here {grid}",
+                )
+            )
+    for line, obj, _ in lines:
+        grid, given = grids.get(obj["clip"], (1, 0))
+        if obj.get("grid") is None and int(obj["frame"]) % grid:
+            defects.append(
+                Defect(
+                    path,
+                    line,
+                    "frame",
+                    f"frame {obj['frame']} is not on the annotation grid of clip {obj['clip']!r} "
+                    f"(frames 0, {grid}, {2 * grid}, ...; grid set on line {given})",
+                )
+            )
+    if defects:
+        raise RecordError(sorted(defects, key=lambda d: d.line))

@@ -9,9 +9,20 @@ span it has none, so annotated frames there are misses.
     hits = annotated hand-frames whose model-box centroid lies inside the gold box (edges count)
     CHF  = hits / (annotated hand-frames + frames where the model has a box for a hand the gold lacks)
 
+Sparse gold (SPEC §4): a clip's gold records may carry ``"grid": N``, annotation on frames 0, N,
+2N, ... only. Just the frames on that grid are scored: a model-covered frame off the grid is neither
+a hit nor a false positive, so dense predictions are not punished for the frames nobody annotated.
+The records of one clip that give a grid must agree, and every gold frame must lie on it.
+
+Out of range (SPEC §4): a predicted box at ``t < 0`` or more than 1 s past the clip's last gold frame
+(either hand) is one false-positive frame, counted in ``out_of_range``, and takes no part in the
+interpolated track, so one stray box at t = 1e7 s cannot add 300 million frames.
+
 Choices the SPEC leaves open: several predicted boxes on one frame are averaged (and counted in
-``duplicate_pred_frames``); clips with predictions but no gold are listed in ``unknown_clips`` and
-not scored; the overall CHF pools all clips (the per-clip values and their mean are reported too).
+``duplicate_pred_frames``); each out-of-range box counts once, even several on one frame; clips with
+predictions but no gold are listed in ``unknown_clips`` and not scored; the overall CHF pools all
+clips (the per-clip values and their mean are reported too). Nothing here grows with the number of
+frames a track spans: false-positive frames are counted arithmetically.
 """
 
 from __future__ import annotations
@@ -43,29 +54,63 @@ def _model_track(predictions: Sequence[BoxPrediction], fps: float) -> tuple[np.n
     return frames, boxes, duplicates
 
 
-def _score_hand(gold: dict[int, list[float]], predictions: Sequence[BoxPrediction], fps: float) -> dict:
-    """hits / annotated / false-positive frames for one clip and hand."""
+def _grid_frames(first: int, last: int, grid: int) -> int:
+    """How many of the frames 0, grid, 2 grid, ... lie in [first, last] (first >= 0)."""
+    return max(0, last // grid - (first + grid - 1) // grid + 1)
+
+
+def _score_hand(
+    gold: dict[int, list[float]],
+    predictions: Sequence[BoxPrediction],
+    fps: float,
+    grid: int,
+    last_gold_frame: int,
+) -> dict:
+    """hits / annotated / false-positive frames / out-of-range boxes for one clip and hand."""
     annotated = len(gold)
-    if not predictions:
-        return {"hits": 0, "annotated": annotated, "false_positive_frames": 0, "duplicates": 0}
-    frames, boxes, duplicates = _model_track(predictions, fps)
+    # fps * t in floating point: a huge t stays comparable (inf) instead of overflowing frame_of
+    in_range = [p for p in predictions if p.t >= 0 and fps * p.t <= last_gold_frame + fps]
+    out_of_range = len(predictions) - len(in_range)
+    result = {
+        "hits": 0,
+        "annotated": annotated,
+        "false_positive_frames": out_of_range,
+        "out_of_range": out_of_range,
+        "duplicates": 0,
+    }
+    if not in_range:
+        return result
+    frames, boxes, result["duplicates"] = _model_track(in_range, fps)
     first, last = int(frames[0]), int(frames[-1])
     gold_frames = np.array(sorted(gold), dtype=np.int64)
     covered = gold_frames[(gold_frames >= first) & (gold_frames <= last)]
-    hits = 0
     if covered.size:
         model = np.stack([np.interp(covered, frames, boxes[:, c]) for c in range(4)], axis=1)
         cx, cy = (model[:, 0] + model[:, 2]) / 2, (model[:, 1] + model[:, 3]) / 2
         truth = np.array([gold[int(f)] for f in covered])
         inside = (truth[:, 0] <= cx) & (cx <= truth[:, 2]) & (truth[:, 1] <= cy) & (cy <= truth[:, 3])
-        hits = int(inside.sum())
-    false_positive = (last - first + 1) - int(covered.size)
-    return {
-        "hits": hits,
-        "annotated": annotated,
-        "false_positive_frames": false_positive,
-        "duplicates": duplicates,
-    }
+        result["hits"] = int(inside.sum())
+    # gold frames all lie on the grid, so the covered grid frames without gold are the false positives
+    result["false_positive_frames"] += _grid_frames(first, last, grid) - int(covered.size)
+    return result
+
+
+def clip_grids(gold: Sequence[HandBox]) -> dict[str, int]:
+    """Annotation grid of each gold clip (1 where no record gives one); ValueError on a conflict."""
+    given: dict[str, int] = {}
+    for box in gold:
+        if box.grid is not None and given.setdefault(box.clip, box.grid) != box.grid:
+            raise ValueError(
+                f"gold clip {box.clip!r} gives two annotation grids, {given[box.clip]} and {box.grid}"
+            )
+    grids = {box.clip: given.get(box.clip, 1) for box in gold}
+    for box in gold:
+        if box.frame % grids[box.clip]:
+            raise ValueError(
+                f"gold clip {box.clip!r}, hand {box.hand!r}: frame {box.frame} is not on the clip's "
+                f"annotation grid of {grids[box.clip]} (frames 0, {grids[box.clip]}, ...)"
+            )
+    return grids
 
 
 def _gold_index(gold: Sequence[HandBox]) -> dict[str, dict[str, dict[int, list[float]]]]:
@@ -85,20 +130,30 @@ def centroid_hit_fraction(
 ) -> dict:
     """CHF over all clips of ``gold`` (SPEC §6 report).
 
-    Returns ``chf`` (pooled, in [0, 1]), ``hits``, ``annotated`` (hand-frames),
-    ``false_positive_frames``, ``per_clip`` [{clip, chf, hits, annotated, false_positive_frames}],
+    Returns ``chf`` (pooled, in [0, 1]), ``hits``, ``annotated`` (hand-frames on the grid),
+    ``false_positive_frames`` (out-of-range boxes included), ``out_of_range`` (boxes),
+    ``per_clip`` [{clip, chf, hits, annotated, false_positive_frames, out_of_range, grid}],
     ``chf_clip_mean``, ``duplicate_pred_frames``, ``unknown_clips``.
     """
     gold_index = _gold_index(gold)
+    grids = clip_grids(gold)
     predicted: dict[str, dict[str, list[BoxPrediction]]] = defaultdict(lambda: defaultdict(list))
     for prediction in predictions:
         predicted[prediction.clip][prediction.hand].append(prediction)
+    keys = ("hits", "annotated", "false_positive_frames", "out_of_range", "duplicates")
     per_clip = []
-    totals = {"hits": 0, "annotated": 0, "false_positive_frames": 0, "duplicates": 0}
+    totals = dict.fromkeys(keys, 0)
     for clip in sorted(gold_index):
-        clip_totals = {"hits": 0, "annotated": 0, "false_positive_frames": 0, "duplicates": 0}
+        clip_totals = dict.fromkeys(keys, 0)
+        last_gold_frame = max(max(frames) for frames in gold_index[clip].values())
         for hand in ("left", "right"):
-            result = _score_hand(gold_index[clip].get(hand, {}), predicted[clip].get(hand, []), fps)
+            result = _score_hand(
+                gold_index[clip].get(hand, {}),
+                predicted[clip].get(hand, []),
+                fps,
+                grids[clip],
+                last_gold_frame,
+            )
             for key in clip_totals:
                 clip_totals[key] += result[key]
         denominator = clip_totals["annotated"] + clip_totals["false_positive_frames"]
@@ -106,9 +161,8 @@ def centroid_hit_fraction(
             {
                 "clip": clip,
                 "chf": clip_totals["hits"] / denominator if denominator else None,
-                "hits": clip_totals["hits"],
-                "annotated": clip_totals["annotated"],
-                "false_positive_frames": clip_totals["false_positive_frames"],
+                **{key: clip_totals[key] for key in keys if key != "duplicates"},
+                "grid": grids[clip],
             }
         )
         for key in totals:
@@ -120,6 +174,7 @@ def centroid_hit_fraction(
         "hits": totals["hits"],
         "annotated": totals["annotated"],
         "false_positive_frames": totals["false_positive_frames"],
+        "out_of_range": totals["out_of_range"],
         "per_clip": per_clip,
         "chf_clip_mean": sum(clip_values) / len(clip_values) if clip_values else None,
         "n_clips": len(per_clip),

@@ -123,6 +123,14 @@ def format_boxes(report: dict) -> str:
     )
     text = table(["clip", "CHF", "hits", "annotated", "false+ frames"], rows)
     text += f"mean over {report['n_clips']} clips: {fmt(report['chf_clip_mean'])}\n"
+    sparse = [c for c in report["per_clip"] if c.get("grid", 1) > 1]
+    if sparse:
+        text += f"{len(sparse)} clip(s) annotated on a coarser grid: only their grid frames are scored\n"
+    if report.get("out_of_range"):
+        text += (
+            f"{report['out_of_range']} predicted box(es) at t < 0 or over 1 s past the clip's last gold frame "
+            "(one false-positive frame each, not interpolated)\n"
+        )
     if report["duplicate_pred_frames"]:
         text += (
             f"{report['duplicate_pred_frames']} predicted box(es) shared a frame with another (averaged)\n"
