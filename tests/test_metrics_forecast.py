@@ -303,3 +303,19 @@ def test_minilm_scores_real_narrations(shared_data):
     }
     chance = score_forecasts(points, random_preds, embedder)
     assert abs(chance["overall"]["S_norm"]) < 0.1
+
+
+def test_s_norm_takes_s_and_s_rand_over_the_same_points():
+    """A point without a random pool counts in S but not in S_norm (hand-computed).
+
+    p1 and p2 (source demo) each draw only the other's target, which never matches: S_rand = 0 for
+    both. 'lonely' (source other) has no pool. Overall: S = (1 + 0 + 1) / 3, but S_norm uses p1 and
+    p2 only: S = 0.5 against S_rand = 0, so S_norm = 0.5 (mixing the sets would give 2/3).
+    """
+    embedder = ExactEmbedder()
+    points = [point("p1", ["a"]), point("p2", ["b"], start=200), point("lonely", ["z"], source="other")]
+    report = score_forecasts(points, {"p1": [["a"]], "p2": [["x"]], "lonely": [["z"]]}, embedder)
+    overall = report["overall"]
+    assert overall["S"] == pytest.approx(2 / 3)
+    assert overall["S_rand"] == 0.0 and overall["no_random_pool"] == 1
+    assert overall["S_norm"] == pytest.approx(0.5)

@@ -187,8 +187,10 @@ def score_forecasts(
       window, text), so points with overlapping targets do not over-weight shared events; a random
       trajectory has as many events as the point has targets, N = ``max_candidates`` trajectories per
       draw, and the point's S_rand is the mean best-of-N over ``n_random_draws`` draws.
-    - S_norm = (S - S_rand) / (1 - S_rand) per group; ``overall.S_norm`` pools all points
-      (mean S against mean S_rand), ``overall.S_norm_macro`` is the mean of the groups' S_norm.
+    - S_norm = (S - S_rand) / (1 - S_rand) per group, both means over the points that have a
+      random pool (``no_random_pool`` counts the others; ``S`` itself is over all points);
+      ``overall.S_norm`` pools all points that way, ``overall.S_norm_macro`` is the mean of the
+      groups' S_norm.
     """
     if n_random_draws < 1 or max_candidates < 1:
         raise ValueError("n_random_draws and max_candidates must be >= 1")
@@ -253,11 +255,15 @@ def score_forecasts(
 
 def _summary(rows: Sequence[dict]) -> dict:
     s = _mean([r["S"] for r in rows])
-    s_rand = _mean([r["S_rand"] for r in rows])
+    # S_norm compares S and S_rand on one point set: the points that have a random pool. Dividing
+    # the mean S of all points by the mean S_rand of some would mix two populations.
+    pooled = [r for r in rows if r["S_rand"] is not None]
+    s_pooled = _mean([r["S"] for r in pooled])
+    s_rand = _mean([r["S_rand"] for r in pooled])
     return {
         "S": s,
         "S_rand": s_rand,
-        "S_norm": _normalise(s, s_rand),
+        "S_norm": _normalise(s_pooled, s_rand),
         "n": len(rows),
         "invalid": sum(r["invalid"] for r in rows),
         "truncated": sum(r["truncated"] for r in rows),
