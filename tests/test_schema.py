@@ -81,3 +81,93 @@ def test_hand_segments_need_a_hand():
     seg = {"clip": "c", "kind": "hand_action", "start": 0, "end": 1, "label": "hold"}
     assert Segment.from_dict(seg)[1][0][0] == "hand"
     assert Segment.from_dict({**seg, "hand": "left"})[0].hand == "left"
+
+
+def test_forecast_point_needs_exactly_k_targets():
+    point = {"id": "x", "source": "demo", "participant": "p", "level": 1, "k": 5, "t0": 10.0,
+             "context": [{"text": "a", "start": 0, "end": 1}], "targets": ["b", "c", "d"],
+             "windows": [[10, 11], [11, 12], [12, 13]]}
+    record, problems = ForecastPoint.from_dict(point)
+    assert record is None and problems == [("targets", "expected k=5 targets, got 3")]
+    assert ForecastPoint.from_dict({**point, "k": 3})[0].k == 3
+
+
+JAN1 = 1767225600.0  # 2026-01-01 00:00 UTC: the project reads clock times as UTC (local clock, SPEC §5)
+
+
+@pytest.mark.parametrize("day, start", [
+    ("2026-01-01", JAN1 + 10 * 3600),  # 10:00 on that day
+    ("2026-01-01", JAN1 + 24.5 * 3600),  # 00:30 the next day: a recording that runs past midnight
+    ("2026-01-01", 3600.0),  # a relative time base (device seconds, seconds since the first recording)
+    ("undated-P01_101", 86400.0),  # a placeholder day of a data set without dates
+    ("d3", 7.0),
+])
+def test_event_days_that_agree_with_their_start(day, start):
+    record, problems = Event.from_dict(_event(day=day, start=start, end=start + 5))
+    assert problems == [] and record.day == day
+
+
+@pytest.mark.parametrize("day, start, expected", [
+    ("2026-01-05", JAN1 + 3600, ("expected the calendar day of the start, 2026-01-01 (UTC), or the day "
+                                 "before it (a recording that runs past midnight), got '2026-01-05'")),
+    ("2025-12-30", JAN1 + 3600, "got '2025-12-30'"),
+    ("2026-02-30", JAN1, "expected a calendar day YYYY-MM-DD or a placeholder label, got '2026-02-30'"),
+    ("2026/01/01", JAN1, "expected a calendar day YYYY-MM-DD"),
+    ("01-01-2026", JAN1, "expected a calendar day YYYY-MM-DD"),
+    ("", JAN1, "expected a non-empty string"),
+])
+def test_event_day_is_checked_as_a_date_and_against_the_start(day, start, expected):
+    record, problems = Event.from_dict(_event(day=day, start=start, end=start + 5))
+    assert record is None and [f for f, _ in problems] == ["day"] and expected in problems[0][1]
+
+
+def test_recording_starts_on_its_day():
+    from egohorizon.schema import Recording
+
+    rec = {"id": "r", "participant": "p", "day": "2026-01-01", "session": "s", "start": JAN1 + 60, "end": JAN1 + 99}
+    assert Recording.from_dict(rec)[1] == []
+    record, problems = Recording.from_dict({**rec, "day": "2025-12-31"})
+    assert record is None and problems[0][0] == "day" and "2026-01-01" in problems[0][1]
+    # a recording belongs to the day it started, so the day after midnight is refused too
+    assert Recording.from_dict({**rec, "start": JAN1 - 60})[1][0][0] == "day"
+
+
+def test_a_line_that_is_not_utf8_is_named_and_the_rest_still_read(tmp_path):
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(json.dumps(_event(id="a")).encode() + b"\n"
+                     + json.dumps(_event(id="b", text="caf\u00e9"), ensure_ascii=False).encode("latin-1") + b"\n"
+                     + json.dumps(_event(id="c")).encode() + b"\n")
+    result = read_jsonl(path, Event)
+    assert [e.id for e in result.records] == ["a", "c"]
+    [defect] = result.defects
+    assert defect.line == 2 and str(defect).startswith(f"{path}:2: not UTF-8 text (byte 0xe9 at column ")
+
+
+def test_a_folder_is_a_defect_not_a_traceback(tmp_path):
+    [defect] = read_jsonl(tmp_path, Event).defects
+    assert str(defect) == f"{tmp_path}: is a folder; expected a .jsonl file"
+
+
+def test_prediction_with_null_text_is_one_invalid_answer_not_a_defect():
+    from egohorizon.schema import ForecastPrediction, QAPrediction
+
+    record, problems = QAPrediction.from_dict({"id": "q", "text": None})
+    assert problems == [] and record.text is None and record.answer is None
+    assert ForecastPrediction.from_dict({"id": "p", "text": None})[1] == []
+    # a wrong type is one defect, not also "expected 'answer' or 'text'"
+    assert QAPrediction.from_dict({"id": "q", "text": 5})[1] == [("text", "expected a string, got int 5")]
+    assert QAPrediction.from_dict({"id": "q"})[1][0][0] == "answer"
+
+
+def test_validate_cli_on_a_folder_and_an_empty_file(tmp_path, capsys):
+    (tmp_path / "events.jsonl").write_text(json.dumps(_event()) + "\n")
+    assert main(["data", "validate", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}: is a folder; expected a .jsonl file, e.g. {tmp_path / 'events.jsonl'}" in err
+    assert "Traceback" not in err
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    assert main(["data", "validate", str(empty), "--type", "event"]) == 1
+    assert f"{empty}: no records" in capsys.readouterr().out
+    assert main(["data", "validate", str(empty)]) == 2
+    assert f"{empty}: no records" in capsys.readouterr().err

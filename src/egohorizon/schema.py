@@ -16,8 +16,10 @@ import dataclasses
 import json
 import math
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -208,6 +210,9 @@ class Record:
 
     FIELDS: ClassVar[dict[str, tuple[Check, bool]]] = {}
     KEY: ClassVar[str | None] = "id"  # field that must be unique within a file, if any
+    # At least one of these fields must be present, and the message if none is. Checked on the keys,
+    # so a present but invalid field is reported once, by its own check.
+    ONE_OF: ClassVar[tuple[tuple[str, ...], str]] = ((), "")
 
     @classmethod
     def from_dict(cls: type[R], obj: Any) -> tuple[R | None, list[tuple[str, str]]]:
@@ -226,6 +231,9 @@ class Record:
                 problems.append((name, problem))
             else:
                 values[name] = value
+        names, message = cls.ONE_OF
+        if names and not any(name in obj for name in names):
+            problems.append((names[0], message))
         problems.extend(cls._cross_checks(values))
         if problems:
             return None, problems
@@ -250,6 +258,48 @@ def _end_after_start(values: dict[str, Any]) -> list[tuple[str, str]]:
     return []
 
 
+# A day is the split unit (SPEC §2), so a wrong one moves records across splits. Days are calendar
+# days "YYYY-MM-DD", or, for data sets without dates, placeholder labels that do not start with a
+# digit ("undated-P01_101"). Times are epoch seconds read as UTC (converters write local clock time
+# as UTC, see data/sources/_common.py) or, without clock times, seconds since the first recording
+# (SPEC §5). Starts from EPOCH_CLOCK_FROM on (2001-09-09, 31 years of relative time) are clock times
+# and must fall on their day; smaller ones are relative and say nothing about the date.
+_ISO_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+EPOCH_CLOCK_FROM = 1e9
+
+
+def _calendar_day(value: str) -> date | None:
+    try:
+        return date.fromisoformat(value) if _ISO_DAY.match(value) else None
+    except ValueError:
+        return None
+
+
+def _day_matches_start(values: dict[str, Any], past_midnight: bool) -> list[tuple[str, str]]:
+    """``day`` a calendar day or a placeholder label, and the calendar day of a clock-time ``start``.
+
+    An event may start after the midnight that ends its day (``past_midnight``): it belongs to the
+    day its recording started (docs/points.md); a recording starts on its own day.
+    """
+    day = values.get("day")
+    if not isinstance(day, str):
+        return []
+    calendar_day = _calendar_day(day)
+    if calendar_day is None:
+        if day[:1].isdigit():
+            return [("day", f"expected a calendar day YYYY-MM-DD or a placeholder label, got {day!r}")]
+        return []
+    start = values.get("start")
+    if start is None or start < EPOCH_CLOCK_FROM:
+        return []
+    start_day = datetime.fromtimestamp(start, UTC).date()
+    if start_day == calendar_day or (past_midnight and start_day == calendar_day + timedelta(days=1)):
+        return []
+    before = ", or the day before it (a recording that runs past midnight)" if past_midnight else ""
+    expected = f"the calendar day of the start, {start_day.isoformat()} (UTC){before}"
+    return [("day", f"expected {expected}, got {day!r}")]
+
+
 @dataclass
 class Event(Record):
     """One event of the hierarchy. ``start``/``end`` are seconds (SPEC §5)."""
@@ -257,7 +307,7 @@ class Event(Record):
     FIELDS: ClassVar = {
         "id": (nonempty_text, True),
         "participant": (nonempty_text, True),
-        "day": (text, True),
+        "day": (nonempty_text, True),
         "session": (text, True),
         "level": (level, True),
         "start": (number, True),
@@ -284,7 +334,7 @@ class Event(Record):
 
     @classmethod
     def _cross_checks(cls, values):
-        return _end_after_start(values)
+        return _end_after_start(values) + _day_matches_start(values, past_midnight=True)
 
     @property
     def duration(self) -> float:
@@ -298,7 +348,7 @@ class Recording(Record):
     FIELDS: ClassVar = {
         "id": (nonempty_text, True),
         "participant": (nonempty_text, True),
-        "day": (text, True),
+        "day": (nonempty_text, True),
         "session": (nonempty_text, True),
         "start": (number, True),
         "end": (number, True),
@@ -317,7 +367,7 @@ class Recording(Record):
 
     @classmethod
     def _cross_checks(cls, values):
-        return _end_after_start(values)
+        return _end_after_start(values) + _day_matches_start(values, past_midnight=False)
 
 
 @dataclass
@@ -358,8 +408,10 @@ class ForecastPoint(Record):
         if "targets" in values and "windows" in values and len(values["targets"]) != len(values["windows"]):
             problems.append(("windows", f"expected one window per target ({len(values['targets'])}), "
                                         f"got {len(values['windows'])}"))
-        if "targets" in values and "k" in values and len(values["targets"]) > values["k"]:
-            problems.append(("targets", f"expected at most k={values['k']} targets, got {len(values['targets'])}"))
+        # a point has exactly K targets (SPEC §2; points.py drops candidates with fewer): a K=5
+        # group must not hold 3-target points, whose scores are not comparable
+        if "targets" in values and "k" in values and len(values["targets"]) != values["k"]:
+            problems.append(("targets", f"expected k={values['k']} targets, got {len(values['targets'])}"))
         if "context" in values and "t0" in values:
             for i, event in enumerate(values["context"]):
                 if event["end"] > values["t0"] + 1e-9:
@@ -376,12 +428,16 @@ class ForecastPrediction(Record):
     FIELDS: ClassVar = {
         "id": (nonempty_text, True),
         "candidates": (list_of(candidate, "candidate trajectories"), False),
-        "text": (text, False),
+        "text": (optional(text), False),  # null: a model that returned nothing, invalid (SPEC §1)
         "model": (text, False),
         "prompt": (text, False),
         "prompt_version": (text, False),
         "seed": (optional(integer), False),
     }
+    ONE_OF: ClassVar = (
+        ("candidates", "text"),
+        "expected 'candidates' (a list of action lists) or 'text' (raw output)",
+    )
     id: str = ""
     candidates: list[list[str]] | None = None
     text: str | None = None
@@ -390,12 +446,6 @@ class ForecastPrediction(Record):
     prompt_version: str = ""
     seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def _cross_checks(cls, values):
-        if "candidates" not in values and "text" not in values:
-            return [("candidates", "expected 'candidates' (a list of action lists) or 'text' (raw output)")]
-        return []
 
 
 @dataclass
@@ -464,12 +514,13 @@ class QAPrediction(Record):
     FIELDS: ClassVar = {
         "id": (nonempty_text, True),
         "answer": (optional(text), False),
-        "text": (text, False),
+        "text": (optional(text), False),  # null: a model that returned nothing, invalid (SPEC §3)
         "model": (text, False),
         "prompt": (text, False),
         "prompt_version": (text, False),
         "seed": (optional(integer), False),
     }
+    ONE_OF: ClassVar = (("answer", "text"), "expected 'answer' (a letter) or 'text' (raw model output)")
     id: str = ""
     answer: str | None = None
     text: str | None = None
@@ -478,12 +529,6 @@ class QAPrediction(Record):
     prompt_version: str = ""
     seed: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @classmethod
-    def _cross_checks(cls, values):
-        if "answer" not in values and "text" not in values:
-            return [("answer", "expected 'answer' (a letter) or 'text' (raw model output)")]
-        return []
 
 
 @dataclass
@@ -597,9 +642,21 @@ class ReadResult:
 
 
 def iter_json_lines(path: str | os.PathLike) -> Iterator[tuple[int, Any, str | None]]:
-    """Yields (line number, parsed object or None, JSON problem or None); blank lines are skipped."""
-    with open(path, encoding="utf-8") as handle:
-        for number_, line in enumerate(handle, start=1):
+    """Yields (line number, parsed object or None, problem or None); blank lines are skipped.
+
+    Lines are decoded one by one, so a line that is not UTF-8 is a problem of that line (with the
+    offending byte) and the lines after it are still read.
+    """
+    with open(path, "rb") as handle:
+        for number_, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as error:
+                byte = raw[error.start]
+                yield number_, None, f"not UTF-8 text (byte 0x{byte:02x} at column {error.start + 1})"
+                continue
+            if number_ == 1:
+                line = line.removeprefix("\ufeff")  # a byte-order mark some editors write
             if not line.strip():
                 continue
             try:
@@ -622,8 +679,10 @@ def read_jsonl(path: str | os.PathLike, record_type: type[R]) -> ReadResult:
         lines = list(iter_json_lines(path))
     except FileNotFoundError:
         return ReadResult([], [Defect(path, 0, "", "file not found")], path)
-    except UnicodeDecodeError as error:
-        return ReadResult([], [Defect(path, 0, "", f"not UTF-8 text ({error.reason})")], path)
+    except IsADirectoryError:
+        return ReadResult([], [Defect(path, 0, "", "is a folder; expected a .jsonl file")], path)
+    except OSError as error:
+        return ReadResult([], [Defect(path, 0, "", f"cannot read the file ({error.strerror or error})")], path)
     for line_number, obj, json_problem in lines:
         if json_problem:
             defects.append(Defect(path, line_number, "", json_problem))

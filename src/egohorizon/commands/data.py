@@ -69,11 +69,22 @@ def run_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _has_records(path: Path) -> bool:
+    """Whether the file holds any non-blank line (a record, or something that fails as one)."""
+    from egohorizon.schema import iter_json_lines
+
+    return next(iter(iter_json_lines(path)), None) is not None
+
+
 def run_validate(args: argparse.Namespace) -> int:
     from egohorizon.errors import DataError
     from egohorizon.schema import RECORD_TYPES, Event, detect_record_type, read_jsonl
 
     path = Path(args.path)
+    if path.is_dir():
+        found = sorted(path.rglob("*.jsonl"))
+        example = f", e.g. {found[0]}" if found else " (it holds none)"
+        raise DataError(f"{path}: is a folder; expected a .jsonl file{example}")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
     if args.record_type:
@@ -83,9 +94,13 @@ def run_validate(args: argparse.Namespace) -> int:
     else:
         record_type = detect_record_type(path)
         if record_type is None:
+            if not _has_records(path):
+                raise DataError(f"{path}: no records; expected JSON Lines, one record a line")
             raise DataError(f"{path}: cannot tell the record type from the first record; pass --type")
     result = read_jsonl(path, record_type)
     messages = [str(d) for d in result.defects]
+    if not result.records and not result.defects:
+        messages.append(f"{path}: no records; expected JSON Lines of {record_type.__name__} records")
     if record_type is Event and result.records:
         from egohorizon.data.hierarchy import check_hierarchy
 
