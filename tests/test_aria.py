@@ -4,6 +4,7 @@ projectaria-tools' own functions, rotation, matching, speech windows, and ingest
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -278,3 +279,129 @@ def test_cli_ingest_aria_finds_mps_and_speech(aea, tmp_path, capsys):
     rec = IngestedRecording.load(tmp_path / "rec")
     assert rec.meta["gaze_file"].endswith("general_eye_gaze.csv") and rec.meta["words"] == 13
     assert rec.meta["gaze_status_counts"]["ok"] == 8
+
+
+# ------------------------------------------------------------------------------------------------
+# Damaged and foreign VRS files, gaze from another time (issue 9, items 2, 4, 5)
+# ------------------------------------------------------------------------------------------------
+
+AEA_VRS = GEN1 + "/aria_everyday_activities_test_data/recording.vrs"
+GEN2_VRS = GEN2 + "/aria_gen2_unit_test_sequence_with_bluetooth.vrs"
+
+
+@pytest.fixture()
+def cut_vrs(shared_data, tmp_path):
+    """The AEA sample cut at half its bytes, as an interrupted copy leaves it: projectaria-tools opens
+    it and reads 4 of its 8 RGB frames."""
+    data = (shared_data / AEA_VRS).read_bytes()
+    path = tmp_path / "cut.vrs"
+    path.write_bytes(data[:len(data) // 2])
+    return path
+
+
+def _rgb_device_ns(vrs):
+    from projectaria_tools.core.sensor_data import TimeDomain
+
+    provider = data_provider.create_vrs_data_provider(str(vrs))
+    return provider.get_timestamps_ns(provider.get_stream_id_from_label("camera-rgb"), TimeDomain.DEVICE_TIME)
+
+
+def test_truncated_vrs_is_refused_with_frames_and_gap(cut_vrs, tmp_path):
+    assert len(_rgb_device_ns(cut_vrs)) == 4  # what the reader silently gives
+    with pytest.raises(DataError, match=r"cut.vrs: truncated: .*4 of the 8 'camera-rgb' frames") as error:
+        ingest_aria(cut_vrs, tmp_path / "rec", participant="p1", rate_hz=None)
+    assert "--allow-truncated" in str(error.value)
+    assert not (tmp_path / "rec").exists()
+
+
+def test_allow_truncated_records_the_gap(shared_data, cut_vrs, tmp_path, caplog):
+    whole = _rgb_device_ns(shared_data / AEA_VRS)
+    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+        rec = ingest_aria(cut_vrs, tmp_path / "rec", participant="p1", rate_hz=None, allow_truncated=True)
+    assert len(rec.frames) == 4
+    gap = rec.meta["truncated"]
+    assert gap["expected_frames"] == 8 and gap["read_frames"] == 4
+    assert gap["file_bytes"] == cut_vrs.stat().st_size
+    assert gap["expected_bytes"] == (shared_data / AEA_VRS).stat().st_size
+    # The lost frames are the whole file's 5th to 8th, in the recording's time base.
+    origin = rec.frames[0].t - rec.frames[0].meta["device_ns"] / 1e9
+    assert gap["missing_frames_start"] == pytest.approx(origin + whole[4] / 1e9, abs=1e-6)
+    assert gap["missing_frames_end"] == pytest.approx(origin + whole[7] / 1e9, abs=1e-6)
+    assert any("truncated" in w for w in rec.meta["warnings"])
+    assert any("truncated" in r.getMessage() for r in caplog.records)
+    # Recorded on disk, not only in memory.
+    assert IngestedRecording.load(rec.root).meta["truncated"]["expected_frames"] == 8
+
+
+def test_intact_recordings_are_not_truncated(shared_data, tmp_path):
+    for name, vrs in (("aea", AEA_VRS), ("g2", GEN2_VRS)):
+        rec = ingest_aria(shared_data / vrs, tmp_path / name, participant=name, rate_hz=None)
+        assert rec.meta["truncated"] is None
+
+
+def test_cli_refuses_truncated_vrs_without_traceback(cut_vrs, tmp_path, capsys):
+    from egohorizon.cli import main
+
+    args = ["ingest", "aria", str(cut_vrs), "--participant", "p1", "--rate", "0", "--out", str(tmp_path / "rec")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "cut.vrs: truncated" in err and "--allow-truncated" in err and "Traceback" not in err
+    assert main(args + ["--allow-truncated"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["frames"] == 4 and summary["truncated"]["expected_frames"] == 8
+
+
+def test_vrs_without_rgb_names_file_and_stream(shared_data, tmp_path):
+    from vrs_edit import copy_vrs_without
+
+    # Like an Aria Digital Twin depth or segmentation VRS: no RGB stream and no device calibration.
+    vrs = copy_vrs_without(shared_data / AEA_VRS, tmp_path / "depth.vrs", streams={"214-1"}, file_tags={"calib_json"})
+    with pytest.raises(DataError, match=r"depth.vrs: no 'camera-rgb' stream \(214-1\); it has 211-1 \(camera-et\)"):
+        ingest_aria(vrs, tmp_path / "rec", participant="p1", time_base="device", day="2022-04-06")
+
+
+def test_vrs_without_calibration_is_a_clear_error(shared_data, tmp_path):
+    from vrs_edit import copy_vrs_without
+
+    vrs = copy_vrs_without(shared_data / AEA_VRS, tmp_path / "nocal.vrs", file_tags={"calib_json"})
+    with pytest.raises(DataError, match=r"nocal.vrs: no device calibration \(file tag 'calib_json'\)"):
+        ingest_aria(vrs, tmp_path / "rec", participant="p1")
+
+
+def test_vrs_copy_keeps_what_it_does_not_remove(shared_data, tmp_path):
+    """The test helper is faithful: a copy that removes nothing ingests like the original."""
+    from vrs_edit import copy_vrs_without
+
+    vrs = copy_vrs_without(shared_data / AEA_VRS, tmp_path / "copy.vrs")
+    assert _rgb_device_ns(vrs) == _rgb_device_ns(shared_data / AEA_VRS)
+    rec = ingest_aria(vrs, tmp_path / "rec", participant="p1", rate_hz=None)
+    assert len(rec.frames) == 8 and rec.meta["truncated"] is None
+
+
+def test_gaze_outside_the_recording_warns_with_both_ranges(shared_data, tmp_path, caplog):
+    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+        rec = ingest_aria(shared_data / GEN2_VRS, tmp_path / "g2", participant="g2",
+                          gaze_csv=shared_data / GEN2 / "mps_sample/eye_gaze/general_eye_gaze.csv", rate_hz=None)
+    # Gaze at device time 1130.889-1130.934 s, RGB frames at 7385.798-7385.997 s.
+    expected = r"general_eye_gaze.csv: gaze covers device time 1130\.889-1130\.934 s but the RGB frames " \
+               r"7385\.798-7385\.997 s"
+    assert [r for r in caplog.records if re.search(expected, r.getMessage())]
+    assert [w for w in rec.meta["warnings"] if re.search(expected, w)]
+
+
+def test_overlapping_gaze_gives_no_warning(aea, tmp_path, caplog):
+    folder, _, _ = aea
+    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+        rec = ingest_aria(folder / "recording.vrs", tmp_path / "rec", participant="aea1",
+                          gaze_csv=find_gaze_csv(folder / "mps"), rate_hz=None)
+    assert rec.meta["warnings"] == [] and not caplog.records
+
+
+def test_cli_summary_shows_gaze_warning(shared_data, tmp_path, capsys):
+    from egohorizon.cli import main
+
+    assert main(["ingest", "aria", str(shared_data / GEN2_VRS), "--participant", "g2", "--rate", "0",
+                 "--gaze", str(shared_data / GEN2 / "mps_sample/eye_gaze/general_eye_gaze.csv"),
+                 "--out", str(tmp_path / "g2")]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert len(summary["warnings"]) == 1 and "do not overlap" in summary["warnings"][0]

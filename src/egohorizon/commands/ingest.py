@@ -28,6 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                       help="turn frames upright (auto: Gen1 yes, Gen2 no)")
     aria.add_argument("--time-base", choices=("epoch", "device"), default="epoch",
                       help="epoch: the VRS clock's wall time (default); device: device seconds (then pass --day)")
+    aria.add_argument("--allow-truncated", action="store_true",
+                      help="ingest a VRS file that holds fewer records than its index lists (a cut copy) "
+                           "instead of refusing it; the gap is recorded in recording.json")
     _common(aria)
     aria.set_defaults(handler=run_aria)
 
@@ -50,12 +53,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overwrite", action="store_true", help="replace an existing folder")
 
 
-def _summary(recording) -> None:
+def _summary(recording, **extra) -> None:
     meta = recording.meta
     print(json.dumps({"out": str(recording.root), "recording": recording.recording.id,
                       "start": recording.recording.start, "end": recording.recording.end,
                       "frames": meta.get("frames"), "words": meta.get("words"),
-                      "gaze_status_counts": meta.get("gaze_status_counts")}, indent=1))
+                      "gaze_status_counts": meta.get("gaze_status_counts"),
+                      "warnings": meta.get("warnings", []), **extra}, indent=1))
 
 
 def run_aria(args: argparse.Namespace) -> int:
@@ -75,8 +79,8 @@ def run_aria(args: argparse.Namespace) -> int:
     recording = ingest_aria(vrs, args.out, participant=args.participant, day=args.day, session=args.session,
                             gaze_csv=gaze, speech_csv=speech, rate_hz=args.rate or None,
                             gaze_tolerance_s=args.gaze_tolerance, upright=upright, time_base=args.time_base,
-                            overwrite=args.overwrite)
-    _summary(recording)
+                            overwrite=args.overwrite, allow_truncated=args.allow_truncated)
+    _summary(recording, truncated=recording.meta.get("truncated"))
     return 0
 
 

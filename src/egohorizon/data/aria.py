@@ -11,6 +11,9 @@
   (tests compare the two on the same calibration). Missing gaze, or gaze outside the image, is
   marked on the frame, never dropped.
 - Speech: ``speech.csv`` words (``startTime_ns, endTime_ns, written, confidence``), device time.
+- Checks: a file shorter than its own VRS index (a cut copy) is refused unless allowed, then its gap
+  is recorded; a file without the RGB stream or calibration is an error naming what is missing; gaze
+  whose time range misses the frames' is a warning (issue 9).
 
 projectaria-tools is imported inside the functions that need it (it is an optional, heavy module).
 """
@@ -37,6 +40,7 @@ from egohorizon.data.ingested import (
     RecordingWriter,
     Word,
 )
+from egohorizon.data.vrs_index import VrsIndex, read_vrs_index
 from egohorizon.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -251,18 +255,11 @@ def make_time_base(provider, time_base: str, vrs_path: Path) -> TimeBase:
     return TimeBase("epoch", first_ns, epoch)
 
 
-def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, participant: str,
-                day: str | None = None, session: str | None = None, gaze_csv: str | os.PathLike | None = None,
-                speech_csv: str | os.PathLike | None = None, rate_hz: float | None = 1.0,
-                gaze_tolerance_s: float = 0.1, upright: bool | None = None, time_base: str = "epoch",
-                camera_label: str = "camera-rgb", default_depth_m: float = 1.0,
-                overwrite: bool = False) -> IngestedRecording:
-    """Writes an ingested recording folder (see egohorizon.data.ingested) from one Aria VRS file."""
+def open_vrs(vrs_path: Path, camera_label: str):
+    """A projectaria-tools provider of the file with its image stream and device calibration; a file
+    that lacks either is a DataError naming the file and what is missing."""
     from projectaria_tools.core import data_provider
-    from projectaria_tools.core.calibration import DeviceVersion
-    from projectaria_tools.core.sensor_data import TimeDomain
 
-    vrs_path = Path(vrs_path)
     if not vrs_path.is_file():
         raise DataError(f"{vrs_path}: VRS file not found")
     try:
@@ -272,9 +269,86 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
     if provider is None:
         raise DataError(f"{vrs_path}: projectaria-tools cannot open this VRS file")
     stream = provider.get_stream_id_from_label(camera_label)
-    if stream is None:
-        raise DataError(f"{vrs_path}: no {camera_label!r} stream")
+    streams = provider.get_all_streams()
+    # The label lookup answers from a fixed table, whether or not the file has the stream (issue 9).
+    if stream is None or str(stream) not in {str(s) for s in streams}:
+        present = ", ".join(f"{s} ({provider.get_label_from_stream_id(s) or 'unlabelled'})" for s in streams)
+        raise DataError(f"{vrs_path}: no {camera_label!r} stream{f' ({stream})' if stream else ''}; it has "
+                        f"{present or 'no streams'}. An Aria Digital Twin depth or segmentation VRS holds no "
+                        "RGB frames: ingest the recording's main VRS file")
     calibration = provider.get_device_calibration()
+    if calibration is None:
+        raise DataError(f"{vrs_path}: no device calibration (file tag 'calib_json'), so gaze cannot be "
+                        "projected into its frames; ingest the recording's main VRS file")
+    return provider, stream, calibration
+
+
+def truncation_gap(index: VrsIndex, stream: str, read_frames: int, clock: TimeBase) -> dict[str, Any]:
+    """What a cut VRS file lost, for recording.json: frames of ``stream`` expected and read, the time
+    range of the lost ones (recording time base; None when the cut spared them) and byte counts."""
+    lost = index.data_records(stream, missing=True)
+    return {"stream": stream, "expected_frames": read_frames + len(lost), "read_frames": read_frames,
+            "missing_frames_start": clock(lost[0]) if len(lost) else None,
+            "missing_frames_end": clock(lost[-1]) if len(lost) else None,
+            "indexed_records": len(index.records), "missing_records": len(index.records) - index.present,
+            "file_bytes": index.file_bytes, "expected_bytes": index.expected_bytes}
+
+
+def describe_truncation(index: VrsIndex, gap: dict[str, Any], camera_label: str) -> str:
+    lost = index.data_records(gap["stream"], missing=True)
+    frames = (f"projectaria-tools reads {gap['read_frames']} of the {gap['expected_frames']} {camera_label!r} "
+              f"frames; those from device time {lost[0] / 1e9:.3f} s to {lost[-1] / 1e9:.3f} s are lost"
+              if len(lost) else f"all {gap['read_frames']} {camera_label!r} frames are there, other streams "
+              "lose their last records")
+    return (f"{index.path}: truncated: the file has {index.file_bytes} of the {index.expected_bytes} bytes its "
+            f"VRS index lists ({gap['missing_records']} of {gap['indexed_records']} records missing); {frames}")
+
+
+def check_complete(vrs_path: Path, stream: str, read_frames: int, clock: TimeBase, camera_label: str, *,
+                   allow_truncated: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """(the gap for recording.json, a warning) when the file is shorter than its VRS index says; a cut
+    file is a DataError unless ``allow_truncated``."""
+    index = read_vrs_index(vrs_path)
+    if index is None:
+        return None, f"{vrs_path}: no VRS index to check the file's completeness against"
+    if not index.truncated:
+        return None, None
+    gap = truncation_gap(index, stream, read_frames, clock)
+    message = describe_truncation(index, gap, camera_label)
+    if not allow_truncated:
+        raise DataError(f"{message}. Pass --allow-truncated to ingest what is there and record the gap in "
+                        "recording.json")
+    return gap, message
+
+
+def gaze_overlap_warning(track: GazeTrack | None, frame_ns: np.ndarray, tolerance_ns: int) -> str | None:
+    """A warning when no frame can get gaze because the gaze file covers another time (e.g. MPS output
+    of another recording: the Gen2 sample's gaze is ~6250 s before its frames)."""
+    if track is None or len(frame_ns) == 0:
+        return None
+    if len(track.t_ns) == 0:
+        return f"{track.path}: no gaze samples, so no frame has gaze"
+    if track.t_ns[-1] + tolerance_ns >= frame_ns[0] and track.t_ns[0] - tolerance_ns <= frame_ns[-1]:
+        return None
+    return (f"{track.path}: gaze covers device time {track.t_ns[0] / 1e9:.3f}-{track.t_ns[-1] / 1e9:.3f} s but "
+            f"the RGB frames {frame_ns[0] / 1e9:.3f}-{frame_ns[-1] / 1e9:.3f} s: they do not overlap, so no "
+            "frame has gaze (is the gaze file from another recording?)")
+
+
+def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, participant: str,
+                day: str | None = None, session: str | None = None, gaze_csv: str | os.PathLike | None = None,
+                speech_csv: str | os.PathLike | None = None, rate_hz: float | None = 1.0,
+                gaze_tolerance_s: float = 0.1, upright: bool | None = None, time_base: str = "epoch",
+                camera_label: str = "camera-rgb", default_depth_m: float = 1.0,
+                overwrite: bool = False, allow_truncated: bool = False) -> IngestedRecording:
+    """Writes an ingested recording folder (see egohorizon.data.ingested) from one Aria VRS file.
+    A file cut short (fewer records than its VRS index lists) is refused unless ``allow_truncated``;
+    then the gap is kept in ``meta["truncated"]``. Warnings also go to ``meta["warnings"]``."""
+    from projectaria_tools.core.calibration import DeviceVersion
+    from projectaria_tools.core.sensor_data import TimeDomain
+
+    vrs_path = Path(vrs_path)
+    provider, stream, calibration = open_vrs(vrs_path, camera_label)
     if upright is None:  # Gen1 mounts the RGB sensor rotated; Gen2 records upright.
         upright = calibration.get_device_version() == DeviceVersion.Gen1
     clock = make_time_base(provider, time_base, vrs_path)
@@ -288,6 +362,11 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
     timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
     indices = sample_frame_indices(timestamps, rate_hz)
     tolerance_ns = round(gaze_tolerance_s * 1e9)
+    gap, cut = check_complete(vrs_path, str(stream), len(timestamps), clock, camera_label,
+                              allow_truncated=allow_truncated)
+    warnings = [w for w in (cut, gaze_overlap_warning(track, timestamps, tolerance_ns)) if w]
+    for warning in warnings:
+        log.warning(warning)
     if track is not None:
         gaze_index, gaze_offset = match_nearest(track.t_ns, timestamps[indices], tolerance_ns)
 
@@ -325,6 +404,7 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
             "rotated_cw90": bool(upright), "time_base": clock.name, "rate_hz": rate_hz,
             "gaze_file": str(track.path) if track else None, "gaze_tolerance_s": gaze_tolerance_s,
             "gaze_default_depth_m": default_depth_m, "speech_file": str(speech_csv) if speech_csv else None,
+            "truncated": gap, "warnings": warnings,
         }
         return writer.commit(recording, words)
     except BaseException:
