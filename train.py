@@ -1,4 +1,4 @@
-"""Train a forecaster and evaluate it on held-out days: ``python train.py experiment=forecast_l3``.
+"""Train a model, choose its checkpoint on validation days and report it on held-out test days: ``python train.py experiment=forecast_l3``.
 
 A thin Hydra entry point; everything happens in ``egohorizon.run.train``. See conf/train.yaml.
 """
@@ -22,11 +22,11 @@ def main(cfg: DictConfig) -> float | None:
         result = train(cfg)
     except EgohorizonError as error:  # a problem the user can fix: say what, without a traceback
         raise SystemExit(f"error: {error}") from None
-    print(format_summary(result["summary"]))
+    print(format_summary(result["summary"], result["objective"]))
     print(f"run folder: {result['run_dir']}")
-    # The value a Hydra sweeper optimises: the held-out normalised score at the summary level, K = 1.
-    rows = result["summary"]
-    return rows[0]["model_S_norm"] if rows else None
+    # The value a Hydra sweeper optimises: the validation metric named by `objective` (never a test
+    # metric: the test split is only reported).
+    return result["objective"]["value"]
 
 
 if __name__ == "__main__":

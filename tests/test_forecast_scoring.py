@@ -102,31 +102,67 @@ def test_prediction_records_keep_raw_text_and_stay_rescorable():
         assert record is not None and not problems
 
 
-def test_summary_table_puts_model_next_to_the_baselines():
-    metrics = {
-        "test/forecast_S_L3_K1": 0.6,
-        "test/forecast_S_norm_L3_K1": 0.5,
-        "test/forecast_n_L3_K1": 10.0,
-        "test/forecast_invalid_rate_L3_K1": 0.1,
-        "test/repeat_last_S_L3_K1": 0.4,
-        "test/repeat_last_S_norm_L3_K1": 0.25,
-        "test/random_S_L3_K1": 0.2,
+def _group(source, level, k, n, s, s_norm, s_rand, invalid=0):
+    return {
+        "source": source,
+        "level": level,
+        "k": k,
+        "n": n,
+        "S": s,
+        "S_norm": s_norm,
+        "S_rand": s_rand,
+        "invalid": invalid,
     }
-    rows = summary_rows(metrics, "test")
-    assert rows == [
-        {
-            "level": 3,
-            "k": 1,
-            "n": 10,
-            "model_S": 0.6,
-            "model_S_norm": 0.5,
-            "model_invalid_rate": 0.1,
-            "repeat_last_S": 0.4,
-            "repeat_last_S_norm": 0.25,
-            "random_S": 0.2,
-            "random_S_norm": 0.0,
-        }
-    ]
-    text = format_summary(rows)
+
+
+def test_summary_table_has_every_source_level_and_k_with_the_baselines():
+    from egohorizon.callbacks.forecast_scoring import Evaluation
+
+    groups = [_group("demo", 1, 1, 10, 0.6, 0.5, 0.2, invalid=1), _group("epic", 5, 10, 4, 0.3, None, None)]
+    repeat = [_group("demo", 1, 1, 10, 0.4, 0.25, 0.2), _group("epic", 5, 10, 4, 0.1, None, None)]
+    evaluation = Evaluation(
+        report={"overall": {}, "groups": groups}, baselines={"repeat_last": {"groups": repeat}}, metrics={}
+    )
+    rows = summary_rows(evaluation)
+    assert rows[0] == {
+        "source": "demo",
+        "level": 1,
+        "k": 1,
+        "n": 10,
+        "model_S": 0.6,
+        "model_S_norm": 0.5,
+        "model_invalid_rate": 0.1,
+        "repeat_last_S": 0.4,
+        "repeat_last_S_norm": 0.25,
+        "random_S": 0.2,
+        "random_S_norm": 0.0,
+    }
+    assert (rows[1]["source"], rows[1]["level"], rows[1]["k"], rows[1]["random_S_norm"]) == (
+        "epic",
+        5,
+        10,
+        None,
+    )
+    text = format_summary(rows, {"name": "val/forecast_S_norm_L1_K1", "value": 0.42})
     assert "0.500 ( 0.600)" in text and "0.250 ( 0.400)" in text and "0.000 ( 0.200)" in text
+    assert "epic  5  10" in text and "val/forecast_S_norm_L1_K1 = 0.4200" in text
+    assert summary_rows(None) == [] and "no test scores" in format_summary([])
+    metrics = {"test/forecast_S_L3_K1": 0.6, "test/forecast_n_L3_K1": 10.0}
     assert "L3_K1" in format_rows(group_rows(metrics, "test"))
+
+
+def test_the_objective_is_a_validation_metric_and_the_best_checkpoint_score():
+    from types import SimpleNamespace
+
+    from omegaconf import OmegaConf
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.run import objective_value
+
+    cfg = OmegaConf.create({"objective": "val/forecast_S_norm_L2_K1", "objective_mode": "max"})
+    ranked = SimpleNamespace(monitor="val/forecast_S_norm_L2_K1", best_model_score=0.7)
+    assert objective_value(cfg, ranked, {"val/forecast_S_norm_L2_K1": 0.1})["value"] == pytest.approx(0.7)
+    unranked = SimpleNamespace(monitor=None, best_model_score=None)
+    assert objective_value(cfg, unranked, {"val/forecast_S_norm_L2_K1": 0.1})["value"] == 0.1
+    with pytest.raises(ConfigError, match="not a validation metric"):
+        objective_value(OmegaConf.create({"objective": "test/forecast_S_norm_L2_K1"}), None, {})

@@ -104,6 +104,16 @@ def test_training_run_writes_everything_a_run_folder_promises(trained):
     assert sorted(run.glob("predictions/val_epoch*.jsonl"))  # validation generated too
     metrics = json.loads((run / "metrics.json").read_text())
     assert {row["k"] for row in metrics["summary"]} == {1, 10}
+    # Model selection is on validation only: the checkpoint ranking and the sweep objective are the
+    # validation S_norm at L3, K = 1; the best checkpoint's score is that objective's value.
+    objective = metrics["objective"]
+    assert objective["name"] == "val/forecast_S_norm_L3_K1" and objective["mode"] == "max"
+    val_scores = [
+        json.loads(path.read_text())["metrics"]["val/forecast_S_norm_L3_K1"]
+        for path in sorted(run.glob("reports/val_epoch*.json"))
+    ]
+    assert len(val_scores) == 2 and objective["value"] == pytest.approx(max(val_scores))
+    assert _result["objective"] == objective
     test_metrics = metrics["metrics"]["test"]
     for key in (
         "test/forecast_S_norm_L3_K1",

@@ -22,9 +22,6 @@ from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-SUMMARY_LEVEL, SUMMARY_KS = 3, (1, 10)
-
-
 # -- setup ------------------------------------------------------------------------------------------
 
 
@@ -210,9 +207,11 @@ def eval_callback(trainer):
 
 
 def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, Any]:
-    """``metrics.json``: the evaluation callback's metrics per split, the summary rows, what ran."""
+    """``metrics.json``: the evaluation callback's metrics per split, the validation objective that
+    ranked the checkpoints, the test summary rows (reported, never used to choose), what ran."""
     callback = eval_callback(trainer)
     split_metrics = dict(callback.metrics) if callback else {}
+    test_evaluation = callback.results.get("test") if callback else None
     checkpoint = getattr(trainer, "checkpoint_callback", None)
     prompt = model.prompt
     out = {
@@ -225,59 +224,85 @@ def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, A
         "last_checkpoint": str(run_dir / "checkpoints" / "last.ckpt")
         if (run_dir / "checkpoints" / "last.ckpt").exists()
         else None,
+        "objective": objective_value(cfg, checkpoint, split_metrics.get("val", {})),
         "metrics": split_metrics,
-        "summary": summary_rows(split_metrics.get("test", {}), "test"),
+        "summary": summary_rows(test_evaluation),
     }
     if trainer.is_global_zero:
         (run_dir / "metrics.json").write_text(json.dumps(out, indent=2))
     return out
 
 
-def summary_rows(
-    metrics: dict[str, float], split: str, level: int = SUMMARY_LEVEL, ks: tuple[int, ...] = SUMMARY_KS
-) -> list[dict[str, Any]]:
-    """Model vs repeat-last vs random at one level for each K: S and S_norm (random's S_norm is 0)."""
+def objective_value(cfg: DictConfig, checkpoint, val_metrics: dict[str, float]) -> dict[str, Any]:
+    """The validation metric a sweep optimises (``cfg.objective``): the best checkpoint's score when
+    the checkpoint callback ranks by it, else the last validation's value. Never a test metric: a
+    setting chosen on the test split is a leak of the test set into the method."""
+    name = str(cfg.objective)
+    if not name.startswith("val/"):
+        raise ConfigError(f"objective: {name!r} is not a validation metric (expected 'val/...')")
+    value = None
+    if checkpoint is not None and getattr(checkpoint, "monitor", None) == name:
+        best = getattr(checkpoint, "best_model_score", None)
+        value = float(best) if best is not None else None
+    if value is None:
+        value = val_metrics.get(name)
+    if value is None:
+        log.warning("objective %s: no value (was it logged at validation?)", name)
+    return {"name": name, "mode": str(cfg.get("objective_mode", "max")), "value": value}
+
+
+def summary_rows(evaluation) -> list[dict[str, Any]]:
+    """One row per (source, level, K) the evaluation holds: model vs repeat-last vs random, each
+    as S and S_norm (random's S_norm is 0 by definition), from the structured report."""
+    if evaluation is None:
+        return []
+    repeat = {(g["source"], g["level"], g["k"]): g for g in evaluation.baselines["repeat_last"]["groups"]}
     rows = []
-    for k in ks:
-        suffix = f"L{level}_K{k}"
-        if f"{split}/forecast_S_{suffix}" not in metrics:
-            continue
+    for group in evaluation.report["groups"]:
+        key = (group["source"], group["level"], group["k"])
+        baseline = repeat.get(key, {})
         rows.append(
             {
-                "level": level,
-                "k": k,
-                "n": int(metrics[f"{split}/forecast_n_{suffix}"]),
-                "model_S": metrics[f"{split}/forecast_S_{suffix}"],
-                "model_S_norm": metrics.get(f"{split}/forecast_S_norm_{suffix}"),
-                "model_invalid_rate": metrics[f"{split}/forecast_invalid_rate_{suffix}"],
-                "repeat_last_S": metrics.get(f"{split}/repeat_last_S_{suffix}"),
-                "repeat_last_S_norm": metrics.get(f"{split}/repeat_last_S_norm_{suffix}"),
-                "random_S": metrics.get(f"{split}/random_S_{suffix}"),
-                "random_S_norm": 0.0,
+                "source": group["source"],
+                "level": group["level"],
+                "k": group["k"],
+                "n": group["n"],
+                "model_S": group["S"],
+                "model_S_norm": group["S_norm"],
+                "model_invalid_rate": group["invalid"] / group["n"] if group["n"] else 0.0,
+                "repeat_last_S": baseline.get("S"),
+                "repeat_last_S_norm": baseline.get("S_norm"),
+                "random_S": group["S_rand"],
+                "random_S_norm": 0.0 if group["S_rand"] is not None else None,
             }
         )
     return rows
 
 
-def format_summary(rows: list[dict[str, Any]]) -> str:
-    """The table `make demo` ends with."""
+def format_summary(rows: list[dict[str, Any]], objective: dict[str, Any] | None = None) -> str:
+    """The table `make demo` ends with: every (source, level, K) of the held-out test days, and the
+    validation objective that chose the checkpoint."""
     if not rows:
-        return "(no test scores at the summary level)"
+        return "(no test scores: was the test split empty?)"
 
     def num(value: float | None) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
-    level = rows[0]["level"]
     lines = [
-        f"Held-out test days, level {level}: normalised score S_norm (raw S in brackets)",
-        f"{'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
+        "Held-out test days: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
+        f"{'source':>10} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
     ]
     for r in rows:
         lines.append(
-            f"{r['k']:>3} {r['n']:>5}  {num(r['model_S_norm'])} ({num(r['model_S'])}) "
-            f"inv {r['model_invalid_rate']:4.0%}  {num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
+            f"{r['source']:>10} {r['level']:>2} {r['k']:>3} {r['n']:>5}  "
+            f"{num(r['model_S_norm'])} ({num(r['model_S'])}) inv {r['model_invalid_rate']:4.0%}  "
+            f"{num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
             f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
         )
+    if objective is not None:
+        value = objective.get("value")
+        shown = "n/a" if value is None else f"{value:.4f}"
+        lines.append(f"Checkpoint chosen on validation: {objective['name']} = {shown}")
     return "\n".join(lines)
 
 

@@ -231,7 +231,14 @@ def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
     texts = {point.id: list(answer) for point, answer in zip(points, answers)}
     candidates = {pid: candidates_from_texts(t, "in_prompt", n) for pid, t in texts.items()}
     evaluation = evaluate(
-        points, candidates, get_embedder(cfg.embedder), split, cfg.n_random_draws, cfg.seed, prefix="llm"
+        points,
+        candidates,
+        get_embedder(cfg.embedder),
+        split,
+        cfg.n_random_draws,
+        cfg.seed,
+        prefix="llm",
+        max_candidates=n,
     )
     prompt = datamodule.prompt
     write_jsonl(

@@ -107,7 +107,15 @@ class ForecastEvalCallback(Callback):
         candidates = {
             pid: candidates_from_texts(t, gen["mode"], gen["num_candidates"]) for pid, t in texts.items()
         }
-        evaluation = evaluate(points, candidates, self.embedder, split, self.n_random_draws, self.seed)
+        evaluation = evaluate(
+            points,
+            candidates,
+            self.embedder,
+            split,
+            self.n_random_draws,
+            self.seed,
+            max_candidates=int(gen["num_candidates"]),
+        )
         self.results[split] = evaluation
         self._write(split, trainer, pl_module, points, texts, evaluation)
         self._log_examples(split, trainer, points, evaluation)

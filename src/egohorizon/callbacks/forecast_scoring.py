@@ -63,15 +63,19 @@ def evaluate(
     n_random_draws: int = 5,
     seed: int = 0,
     prefix: str = "forecast",
+    max_candidates: int = 3,
 ) -> Evaluation:
     """Scores ``candidates`` and the repeat-last baseline on ``points``; the random baseline is the
-    report's ``S_rand`` (same seeded draws for both, so they share one chance level)."""
+    report's ``S_rand`` (same seeded draws for both, so they share one chance level).
+
+    ``max_candidates``: how many candidates the predictor was asked for (best-of-N); the random
+    baseline draws as many, so a predictor asked for 5 is compared with a random best-of-5.
+    """
     from egohorizon.metrics.forecast import score_forecasts
 
-    report = score_forecasts(points, candidates, embedder, n_random_draws=n_random_draws, seed=seed)
-    repeat = score_forecasts(
-        points, repeat_last_predictions(points), embedder, n_random_draws=n_random_draws, seed=seed
-    )
+    options = {"n_random_draws": n_random_draws, "seed": seed, "max_candidates": max_candidates}
+    report = score_forecasts(points, candidates, embedder, **options)
+    repeat = score_forecasts(points, repeat_last_predictions(points), embedder, **options)
     metrics = flat_metrics(report, split, prefix)
     metrics.update(flat_metrics(repeat, split, "repeat_last", with_random=False))
     return Evaluation(
