@@ -282,3 +282,57 @@ def test_forecast_with_the_default_minilm_embedder(capsys, tmp_path):
     rows = {r["id"]: r for r in report["per_point"]}
     assert 2 / 3 < rows["p1"]["S"] < 1.0  # "put bowl down" earns partial credit for "put bowl on counter"
     assert rows["p3"]["invalid"] and rows["p3"]["S"] == 0.0
+
+
+def test_empty_gold_file_is_an_error(capsys, tmp_path):
+    empty = tmp_path / "items.jsonl"
+    empty.write_text("\n")
+    code, out, err = score(capsys, "qa", "--gold", empty, "--pred", DATA / "qa_preds.jsonl")
+    assert code == 2 and f"{empty}: no records; expected JSON Lines of QAItem records" in err
+    assert "Acc" not in out
+
+
+def test_gold_folder_and_unwritable_out_are_clear_errors(capsys, tmp_path):
+    code, _, err = score(capsys, "qa", "--gold", tmp_path, "--pred", DATA / "qa_preds.jsonl")
+    assert code == 2 and f"{tmp_path}: is a folder; expected a .jsonl file" in err and "Traceback" not in err
+
+    gold, pred = DATA / "qa_items.jsonl", DATA / "qa_preds.jsonl"
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", tmp_path)
+    assert code == 2 and f"--out {tmp_path}: is a folder; expected a file name for the report" in err
+    assert out == ""  # checked before scoring, not after the work is done
+    blocker = tmp_path / "plain_file"
+    blocker.write_text("")
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", blocker / "sub" / "r.json")
+    assert code == 2 and out == ""
+    assert f"--out {blocker / 'sub' / 'r.json'}: cannot write the report: {blocker} is a file, not a folder" in err
+
+
+def test_non_utf8_gold_names_the_line(capsys, tmp_path):
+    gold = tmp_path / "items.jsonl"
+    lines = (DATA / "qa_items.jsonl").read_bytes().splitlines()
+    gold.write_bytes(b"\n".join([lines[0], lines[1].replace(b'"', b'"\xff', 1), *lines[2:]]) + b"\n")
+    code, _, err = score(capsys, "qa", "--gold", gold, "--pred", DATA / "qa_preds.jsonl")
+    assert code == 2 and f"{gold}:2: not UTF-8 text (byte 0xff at column 3)" in err
+
+
+def test_forecast_point_with_fewer_targets_than_k_is_refused(capsys, tmp_path):
+    gold = tmp_path / "points.jsonl"
+    point = json.loads((DATA / "forecast_points.jsonl").read_text().splitlines()[0])
+    gold.write_text(json.dumps({**point, "k": 5}) + "\n")
+    code, _, err = score(
+        capsys, "forecast", "--gold", gold, "--pred", DATA / "forecast_preds.jsonl", "--embedder", "exact"
+    )
+    assert code == 2 and f"{gold}:1: field 'targets': expected k=5 targets, got 3" in err
+
+
+def test_null_qa_text_is_counted_invalid_once(capsys, tmp_path):
+    pred = tmp_path / "preds.jsonl"
+    pred.write_text('{"id": "m1", "text": null}\n{"id": "m2", "answer": "C"}\n')
+    report_path = tmp_path / "qa.json"
+    code, _, err = score(
+        capsys, "qa", "--gold", DATA / "qa_items.jsonl", "--pred", pred, "--out", report_path
+    )
+    report = json.loads(report_path.read_text())
+    assert code == 0 and err == ""
+    # m1 null text: invalid; m3-m5 missing: invalid; m2 right
+    assert report["invalid"] == 4 and report["Acc"] == pytest.approx(1 / 5)

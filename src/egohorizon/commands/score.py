@@ -111,6 +111,38 @@ def _load(path: str, record_type):
     return result.records
 
 
+def _load_gold(args: argparse.Namespace, record_type) -> list:
+    """The gold records, which must exist; ``--out`` is checked first, before any work is done."""
+    from egohorizon.errors import DataError
+
+    _check_out(args.out)
+    records = _load(args.gold, record_type)
+    if not records:  # an empty gold file would score as a run over nothing, with exit 0
+        raise DataError(f"{args.gold}: no records; expected JSON Lines of {record_type.__name__} records")
+    return records
+
+
+def _check_out(out: str | None) -> None:
+    """Fails early, with the reason, when the report could not be written to ``--out``."""
+    import os
+    from pathlib import Path
+
+    from egohorizon.errors import ConfigError
+
+    if not out:
+        return
+    path = Path(out)
+    if path.is_dir():
+        raise ConfigError(f"--out {out}: is a folder; expected a file name for the report")
+    folder = path.parent
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.is_dir():
+        raise ConfigError(f"--out {out}: cannot write the report: {folder} is a file, not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"--out {out}: cannot write the report: no permission to write in {folder}")
+
+
 def _reconcile(gold_ids, pred_ids, args) -> dict:
     gold_set, pred_set = set(gold_ids), set(pred_ids)
     missing = [i for i in gold_ids if i not in pred_set]
@@ -135,15 +167,20 @@ def _finish(report: dict, text: str, args) -> int:
     import sys
     from pathlib import Path
 
+    from egohorizon.errors import ConfigError
     from egohorizon.metrics.report import format_inputs
 
     sys.stdout.write(format_inputs(report["inputs"]) + "\n" + text)
     if args.out:
         path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError as error:  # e.g. a read-only file system, which _check_out cannot see
+            tmp.unlink(missing_ok=True)
+            raise ConfigError(f"--out {path}: cannot write the report ({error.strerror or error})") from error
         sys.stdout.write(f"report written to {path}\n")
     return 0
 
@@ -158,7 +195,7 @@ def run_forecast(args: argparse.Namespace) -> int:
     from egohorizon.metrics.report import format_forecast
     from egohorizon.schema import ForecastPoint, ForecastPrediction
 
-    points = _load(args.gold, ForecastPoint)
+    points = _load_gold(args, ForecastPoint)
     records = _load(args.pred, ForecastPrediction)
     predictions = {
         r.id: (r.candidates if r.candidates is not None else parse_forecast_output(r.text)) for r in records
@@ -191,7 +228,7 @@ def run_qa(args: argparse.Namespace) -> int:
     from egohorizon.metrics.report import format_qa
     from egohorizon.schema import QAItem, QAPrediction
 
-    items = _load(args.gold, QAItem)
+    items = _load_gold(args, QAItem)
     records = _load(args.pred, QAPrediction)
     options = {item.id: item.options for item in items}
     answers = {}
@@ -222,7 +259,7 @@ def run_segments(args: argparse.Namespace) -> int:
     from egohorizon.metrics.segments import score_segments
     from egohorizon.schema import Segment
 
-    gold = _load(args.gold, Segment)
+    gold = _load_gold(args, Segment)
     predictions = _load(args.pred, Segment)
     judges = _segment_judges(args, sorted({s.kind for s in gold}))
     report = score_segments(gold, predictions, judges, iou_threshold=args.iou)
@@ -294,7 +331,7 @@ def run_boxes(args: argparse.Namespace) -> int:
     from egohorizon.metrics.report import format_boxes
     from egohorizon.schema import BoxPrediction, HandBox
 
-    gold = _load(args.gold, HandBox)
+    gold = _load_gold(args, HandBox)
     _check_duplicate_gold_boxes(args.gold)
     _check_gold_box_grids(args.gold)
     predictions = _load(args.pred, BoxPrediction)
