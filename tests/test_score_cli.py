@@ -305,6 +305,9 @@ def test_gold_folder_and_unwritable_out_are_clear_errors(capsys, tmp_path):
     code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", blocker / "sub" / "r.json")
     assert code == 2 and out == ""
     assert f"--out {blocker / 'sub' / 'r.json'}: cannot write the report: {blocker} is a file, not a folder" in err
+    if Path("/proc/self").is_dir():  # not writable even for root: the check writes, it does not guess
+        code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", "/proc/self/x/r.json")
+        assert code == 2 and out == "" and "--out /proc/self/x/r.json: cannot write the report (" in err
 
 
 def test_non_utf8_gold_names_the_line(capsys, tmp_path):

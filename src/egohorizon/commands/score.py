@@ -139,8 +139,13 @@ def _check_out(out: str | None) -> None:
         folder = folder.parent
     if not folder.is_dir():
         raise ConfigError(f"--out {out}: cannot write the report: {folder} is a file, not a folder")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"--out {out}: cannot write the report: no permission to write in {folder}")
+    probe = path.with_name(f".{path.name}.probe-{os.getpid()}")
+    try:  # a real write: permissions, read-only file systems and /proc all answer the same way
+        path.parent.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"--out {out}: cannot write the report ({error.strerror or error})") from error
 
 
 def _reconcile(gold_ids, pred_ids, args) -> dict:
