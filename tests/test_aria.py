@@ -405,3 +405,22 @@ def test_cli_summary_shows_gaze_warning(shared_data, tmp_path, capsys):
                  "--out", str(tmp_path / "g2")]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert len(summary["warnings"]) == 1 and "do not overlap" in summary["warnings"][0]
+
+
+def test_cut_after_the_last_rgb_frame_is_still_reported(shared_data, tmp_path):
+    """A cut that spares every RGB frame still loses other streams' records: refused by default, and
+    with --allow-truncated the gap says no frame is missing."""
+    from egohorizon.data.vrs_index import read_vrs_index
+
+    whole = read_vrs_index(shared_data / AEA_VRS)
+    records = whole.records
+    last_rgb = np.flatnonzero((records["type_id"] == 214) & (records["record_type"] == 3))[-1]
+    end = whole.expected_bytes - int(records["size"][last_rgb + 1:].sum())  # the byte after the last RGB frame
+    vrs = tmp_path / "tail.vrs"
+    vrs.write_bytes((shared_data / AEA_VRS).read_bytes()[:end])
+    with pytest.raises(DataError, match=r"tail.vrs: truncated: .*\(25 of 785 records missing\); all 8 'camera-rgb'"):
+        ingest_aria(vrs, tmp_path / "rec", participant="p1", rate_hz=None)
+    rec = ingest_aria(vrs, tmp_path / "rec", participant="p1", rate_hz=None, allow_truncated=True)
+    gap = rec.meta["truncated"]
+    assert len(rec.frames) == 8 and gap["expected_frames"] == gap["read_frames"] == 8
+    assert gap["missing_frames_start"] is None and gap["missing_records"] == 25
