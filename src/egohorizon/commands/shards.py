@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "build", help="windows of ingested recordings or of the demo world -> shards + index.json",
         description="Cut recordings into 30 s windows (downscaled frames, gaze, native gaze crops, transcript, "
                     "overlapping events) and write them as tar shards grouped by participant and day. "
-                    "Re-running completes an interrupted build and skips finished shards.")
+                    "Re-running into the same folder completes an interrupted build, skips shards whose inputs "
+                    "are unchanged, rebuilds the rest and removes shards that no longer belong.")
     source = build.add_mutually_exclusive_group(required=True)
     source.add_argument("--ingested", nargs="+", metavar="PATH",
                         help="ingested recording folders, or folders searched for them")
@@ -43,9 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     stats.add_argument("--json", dest="as_json", action="store_true")
     stats.set_defaults(handler=run_stats)
 
-    verify = sub.add_parser("verify", help="read every sample of every shard; exit 1 if anything is wrong")
+    verify = sub.add_parser("verify", help="read every sample of every shard and compare the index with the "
+                                           "ingested recordings; exit 1 if anything is wrong or stale")
     verify.add_argument("path", help="the shard folder or its index.json")
     verify.add_argument("--json", dest="as_json", action="store_true")
+    verify.add_argument("--no-inputs", dest="inputs", action="store_false",
+                        help="do not compare the index with the ingested recordings it was built from "
+                             "(e.g. shards copied without them)")
     verify.set_defaults(handler=run_verify)
 
 
@@ -69,8 +75,11 @@ def run_build(args: argparse.Namespace) -> int:
         sources = demo_sources(world, frame_size=args.long_side, recordings=recordings)
     else:
         sources = ingested_sources(args.ingested, args.events)
+    # Absolute paths: `shards verify` reads them again from wherever it runs.
+    inputs = None if args.demo else {"ingested": [str(Path(p).resolve()) for p in args.ingested],
+                                     "events": [str(Path(p).resolve()) for p in args.events]}
     index = build_shards(sources, args.out, config=config, samples_per_shard=args.samples_per_shard,
-                         deid=args.deid, jpeg_quality=args.jpeg_quality)
+                         deid=args.deid, jpeg_quality=args.jpeg_quality, inputs=inputs)
     print(json.dumps({"index": str(index.root / "index.json"), **index.totals()}, indent=1))
     return 0
 
@@ -105,7 +114,8 @@ def run_verify(args: argparse.Namespace) -> int:
     from egohorizon.data.shards.verify import verify_index
 
     index = ShardIndex.load(args.path)
-    reports, totals = verify_index(index)
+    reports, totals = verify_index(index, inputs=args.inputs)
+    bad = totals["shards_with_problems"] + totals["index_problems"]
     if args.as_json:
         json.dump({"totals": totals, "shards": [r.__dict__ for r in reports]}, sys.stdout, indent=1)
         print()
@@ -113,7 +123,7 @@ def run_verify(args: argparse.Namespace) -> int:
         for report in reports:
             for problem in report.problems:
                 print(f"{report.path}: {problem}")
-        bad = totals["shards_with_problems"]
-        print(f"{index.root}: {len(reports)} shards, {sum(r.samples_ok for r in reports)} good samples, "
-              f"{bad} shard(s) with problems", file=sys.stderr if bad else sys.stdout)
-    return 1 if totals["shards_with_problems"] else 0
+        stale = f", {totals['index_problems']} problem(s) with the index" if totals["index_problems"] else ""
+        print(f"{index.root}: {len(index.shards)} shards, {sum(r.samples_ok for r in reports)} good samples, "
+              f"{totals['shards_with_problems']} shard(s) with problems{stale}", file=sys.stderr if bad else sys.stdout)
+    return 1 if bad else 0

@@ -151,6 +151,23 @@ class IngestedRecording:
         except (OSError, UnidentifiedImageError) as error:
             raise DataError(f"{path}: cannot read frame {frame.index} ({error})") from error
 
+    def frame_files_digest(self) -> str:
+        """A hash of every frame file's name, size and mtime_ns: what the shard writer checks before it
+        trusts a shard built from these frames (issue 9). Stat, not content: hashing a month of JPEGs on
+        every rebuild costs minutes, and re-ingesting rewrites every file (new mtimes). A copy that does
+        not keep mtimes only costs a rebuild."""
+        import hashlib
+
+        digest = hashlib.sha256()
+        for frame in self.frames:
+            path = self.image_path(frame)
+            try:
+                stat = path.stat()
+            except FileNotFoundError:
+                raise DataError(f"{path}: frame {frame.index} listed in {self.root / FRAMES_FILE} is missing") from None
+            digest.update(f"{frame.file}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+        return digest.hexdigest()
+
     @classmethod
     def load(cls, root: str | os.PathLike) -> IngestedRecording:
         root = Path(root)

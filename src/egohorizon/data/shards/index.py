@@ -7,15 +7,20 @@ Format (``INDEX_FORMAT``, version ``INDEX_VERSION``)::
                jpeg_quality, crop_quality, deid, window_schema_version, skipped_windows},
      "totals": {"shards", "samples", "frames", "words", "bytes", "participants", "days",
                 "deid": {"frames", "faces", "text_boxes"}},
+     "inputs": {"ingested": [folders], "events": [files], "sessions": {recording id: fingerprint}},
      "shards": [{"path", "participant", "day", "sessions", "samples", "frames", "words", "bytes",
-                 "start", "end", "gaze_status_counts", "deid": {"frames", "faces", "text_boxes"}}, ...]}
+                 "start", "end", "gaze_status_counts", "deid": {"frames", "faces", "text_boxes"},
+                 "fingerprint", "inputs": {recording id: fingerprint}}, ...]}
 
 ``build.skipped_windows`` counts windows left out for having fewer than ``min_frames`` frames;
 ``deid.frames`` counts the frames that passed the de-identifier (0 when it was off).
 
 ``path`` is relative to the index's folder. Each shard also has a sidecar ``<shard>.json`` holding its
 entry and the build settings; the index is assembled from the sidecars, and a re-run of the writer
-trusts a shard only when its sidecar exists, its build settings match, and its byte size agrees.
+trusts a shard only when its sidecar exists, its build settings match, its ``fingerprint`` (settings,
+ordered keys, the fingerprints of the sessions it draws on) equals the plan's, and its byte size
+agrees. ``inputs`` says what the shards were built from (``ingested``/``events``: absent for the demo
+world), so ``shards verify`` can tell a stale index (issue 9).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from __future__ import annotations
 import json
 import os
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ class ShardIndex:
     build: dict[str, Any]
     shards: list[dict[str, Any]]
     window_schema_version: int = 1
+    inputs: dict[str, Any] = field(default_factory=dict)
 
     def path_of(self, entry: dict[str, Any]) -> Path:
         return self.root / entry["path"]
@@ -69,7 +75,7 @@ class ShardIndex:
     def to_dict(self) -> dict[str, Any]:
         return {"format": INDEX_FORMAT, "schema_version": INDEX_VERSION,
                 "window_schema_version": self.window_schema_version, "build": self.build,
-                "totals": self.totals(), "shards": self.shards}
+                "totals": self.totals(), "inputs": self.inputs, "shards": self.shards}
 
     def save(self) -> Path:
         path = self.root / INDEX_FILE
@@ -100,8 +106,11 @@ class ShardIndex:
             for key in ("path", "participant", "day", "samples", "bytes"):
                 if not isinstance(entry, dict) or key not in entry:
                     raise DataError(f"{path}: field 'shards[{i}].{key}': missing")
+        inputs = obj.get("inputs", {})
+        if not isinstance(inputs, dict):
+            raise DataError(f"{path}: field 'inputs': expected an object, got {type(inputs).__name__}")
         return cls(root=path.parent, build=obj.get("build", {}), shards=shards,
-                   window_schema_version=obj.get("window_schema_version", 1))
+                   window_schema_version=obj.get("window_schema_version", 1), inputs=inputs)
 
     def select(self, *, days: set[tuple[str, str]] | None = None,
                participants: set[str] | None = None) -> list[dict[str, Any]]:

@@ -4,19 +4,24 @@
   so a held-out-day split selects whole shards; inside a group, windows are in time order and cut
   into shards of ``samples_per_shard``.
 - Idempotent and resumable: the plan (which window goes to which shard) depends only on the inputs
-  and settings, so a re-run finds finished shards by their sidecar ``.json`` (same settings, same
-  byte size) and skips them without rendering anything. A shard is written under a temporary name
-  and renamed when complete, then its sidecar is written: a crash leaves no half shard that looks
-  finished, and the next run rebuilds exactly the shards that are missing.
+  and settings, so a re-run finds finished shards by their sidecar ``.json`` and skips them without
+  rendering anything. A shard is trusted only when its sidecar's fingerprint (the settings, the
+  ordered keys and the fingerprint of every session it draws on, ``sources.source_fingerprint``)
+  equals the plan's and its byte size agrees; anything else is rebuilt, and shards the plan no longer
+  has are removed, so a rebuild after adding, changing or removing a session equals a fresh build
+  (issue 9). A shard is written under a temporary name and renamed when complete, then its sidecar
+  is written: a crash leaves no half shard that looks finished.
 - Every frame passes the de-identifier (if any) before it is downscaled, cropped or stored; the
   counts of what it masked go into the shard's entry.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
+import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -26,7 +31,7 @@ from typing import Any
 from egohorizon.data.ingested import GAZE_STATUSES, Word
 from egohorizon.data.shards.encode import encode_window
 from egohorizon.data.shards.index import ShardIndex, write_json_atomic
-from egohorizon.data.shards.sources import RecordingSource
+from egohorizon.data.shards.sources import RecordingSource, source_fingerprint
 from egohorizon.data.windows import (
     WINDOW_SCHEMA_VERSION,
     SourceFrame,
@@ -34,6 +39,7 @@ from egohorizon.data.windows import (
     build_window,
     group_windows,
     safe_name,
+    window_key,
 )
 from egohorizon.errors import ConfigError
 
@@ -91,8 +97,15 @@ def plan_shards(sources: Sequence[RecordingSource], config: WindowConfig,
     return plans, skipped
 
 
-def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any]) -> dict[str, Any] | None:
-    """The shard's entry if it was completely written with the same settings, else None."""
+def shard_fingerprint(plan: ShardPlan, build: dict[str, Any], sessions: dict[str, str]) -> str:
+    """A hash of what the shard's bytes depend on: settings, ordered keys, the sessions' fingerprints."""
+    windows = [[window_key(w.source.recording, w.index), sessions[w.source.recording.id]] for w in plan.windows]
+    blob = json.dumps({"build": build, "windows": windows}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any], fingerprint: str) -> dict[str, Any] | None:
+    """The shard's entry if it was completely written from the same inputs and settings, else None."""
     if not (sidecar.is_file() and tar_path.is_file()):
         return None
     try:
@@ -105,11 +118,14 @@ def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any]) -> dic
         raise ConfigError(f"{tar_path} was built with other settings ({', '.join(changed)} differ); "
                           "write to a new folder, or delete the old shards first")
     entry = obj.get("entry", {})
+    if entry.get("fingerprint") != fingerprint:
+        return None  # other windows or changed inputs (sidecars older than fingerprints have none)
     return entry if entry.get("bytes") == tar_path.stat().st_size else None
 
 
 def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deidentify: Callable | None,
-                jpeg_quality: int, crop_quality: int) -> tuple[dict[str, Any], list[str]]:
+                jpeg_quality: int, crop_quality: int, fingerprint: str,
+                session_fingerprints: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
     """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
     import webdataset as wds
 
@@ -142,8 +158,16 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
     entry = {"path": plan.relpath, "participant": plan.participant, "day": plan.day, "sessions": sessions,
              "samples": len(keys), "frames": frames, "words": words, "bytes": tar_path.stat().st_size,
              "start": plan.windows[0].start, "end": plan.windows[-1].start + config.window_s,
-             "gaze_status_counts": {s: gaze.get(s, 0) for s in GAZE_STATUSES}, "deid": dict(deid)}
+             "gaze_status_counts": {s: gaze.get(s, 0) for s in GAZE_STATUSES}, "deid": dict(deid),
+             "fingerprint": fingerprint, "inputs": _shard_inputs(plan, session_fingerprints)}
     return entry, keys
+
+
+def _shard_inputs(plan: ShardPlan, sessions: dict[str, str]) -> dict[str, str]:
+    """Recording id -> fingerprint of each session the shard draws on, so verify can name the one that
+    changed."""
+    ids = dict.fromkeys(w.source.recording.id for w in plan.windows)
+    return {rid: sessions[rid] for rid in ids}
 
 
 def build_settings(config: WindowConfig, *, samples_per_shard: int, jpeg_quality: int, crop_quality: int,
@@ -155,11 +179,13 @@ def build_settings(config: WindowConfig, *, samples_per_shard: int, jpeg_quality
 def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike, *,
                  config: WindowConfig | None = None, samples_per_shard: int = 32, deid: str = "auto",
                  jpeg_quality: int = 90, crop_quality: int = 95,
-                 deidentifier: Callable | None = None) -> ShardIndex:
-    """Writes (or completes) the shards of ``sources`` in ``out_dir`` and its index.json.
+                 deidentifier: Callable | None = None, inputs: dict[str, Any] | None = None) -> ShardIndex:
+    """Writes (or completes, or brings up to date) the shards of ``sources`` in ``out_dir`` and its index.json.
 
     ``deid``: auto | on | off | faces | text (egohorizon.pipelines.deid.make_deidentifier); ``auto``
-    is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it."""
+    is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it.
+    ``inputs``: where the sources were read from (``{"ingested": [folders], "events": [files]}``),
+    kept in the index so ``shards verify`` can compare the shards with them."""
     from egohorizon.pipelines.deid import make_deidentifier
 
     config = config or WindowConfig()
@@ -174,24 +200,54 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
     build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
                            crop_quality=crop_quality, deid=resolved)
     plans, skipped = plan_shards(sources, config, samples_per_shard)
+    sessions = {s.recording.id: source_fingerprint(s, config.window_s) for s in sources}
     log.info("%s: %d windows of %d recordings in %d shards (de-identification: %s)", out_dir,
              sum(len(p.windows) for p in plans), len(sources), len(plans), resolved)
     entries, reused = [], 0
     for number, plan in enumerate(plans, start=1):
         tar_path = out_dir / plan.relpath
         sidecar = tar_path.with_suffix(".json")
-        entry = _finished_entry(sidecar, tar_path, build)
+        fingerprint = shard_fingerprint(plan, build, sessions)
+        entry = _finished_entry(sidecar, tar_path, build, fingerprint)
         if entry is not None:
             reused += 1
         else:
-            entry, keys = write_shard(plan, out_dir, config, deidentify=deidentifier,
-                                      jpeg_quality=jpeg_quality, crop_quality=crop_quality)
+            entry, keys = write_shard(plan, out_dir, config, deidentify=deidentifier, jpeg_quality=jpeg_quality,
+                                      crop_quality=crop_quality, fingerprint=fingerprint,
+                                      session_fingerprints=sessions)
             write_json_atomic(sidecar, {"build": build, "entry": entry, "keys": keys})
             log.info("shard %d/%d %s: %d samples, %.1f MB", number, len(plans), plan.relpath,
                      entry["samples"], entry["bytes"] / 1e6)
         entries.append(entry)
-    index = ShardIndex(root=out_dir, build={**build, "skipped_windows": skipped}, shards=entries)
+    index = ShardIndex(root=out_dir, build={**build, "skipped_windows": skipped}, shards=entries,
+                       inputs={**(inputs or {}), "sessions": dict(sorted(sessions.items()))})
     index.save()
-    log.info("%s: %d shards (%d reused), %d samples, %d windows with fewer than %d frames left out",
-             out_dir, len(entries), reused, sum(e["samples"] for e in entries), skipped, config.min_frames)
+    removed = remove_stale_shards(out_dir, {p.relpath for p in plans})
+    log.info("%s: %d shards (%d reused, %d stale removed), %d samples, %d windows with fewer than %d frames "
+             "left out", out_dir, len(entries), reused, removed, sum(e["samples"] for e in entries), skipped,
+             config.min_frames)
     return index
+
+
+# <participant>/<day>/<participant>_<day>_NNNNN.tar: only files of this layout are ever removed.
+_SHARD_NAME = re.compile(r"(?P<p>[^/]+)/(?P<d>[^/]+)/(?P=p)_(?P=d)_\d{5}\.tar")
+
+
+def remove_stale_shards(out_dir: Path, planned: set[str]) -> int:
+    """Deletes the shards (tar and sidecar) in ``out_dir`` that the plan no longer has, e.g. those of a
+    removed session or of a day that now has fewer shards; returns how many."""
+    removed = 0
+    # A sidecar whose tar is gone counts too: it would otherwise outlive its shard.
+    candidates = set(out_dir.glob("*/*/*.tar")) | {p.with_suffix(".tar") for p in out_dir.glob("*/*/*.json")}
+    for tar_path in sorted(candidates):
+        relpath = tar_path.relative_to(out_dir).as_posix()
+        if relpath in planned or not _SHARD_NAME.fullmatch(relpath):
+            continue
+        tar_path.unlink(missing_ok=True)
+        tar_path.with_suffix(".json").unlink(missing_ok=True)
+        removed += 1
+        log.info("removed stale shard %s", relpath)
+        for folder in (tar_path.parent, tar_path.parent.parent):
+            if folder != out_dir and not any(folder.iterdir()):
+                folder.rmdir()
+    return removed
