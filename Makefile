@@ -28,6 +28,9 @@ $(STAMP): pyproject.toml Makefile
 	$(PIP) install --quiet $(TORCH_PINS)
 	# --no-deps: projectaria-tools' core needs only numpy; its declared extras pull ~1.2 GB.
 	$(PIP) install --quiet --no-deps 'projectaria-tools>=1.5,<3'
+	# --no-deps: only the carrier of BlazeFace's .tflite files (run by ai-edge-litert; never imported,
+	# its protobuf<5 pin clashes with wandb's >=5). egohorizon.pipelines.faces.
+	$(PIP) install --quiet --no-deps 'mediapipe==0.10.14'
 	$(PIP) install --quiet -e '.[train,data,dev]'
 	touch $(STAMP)
 

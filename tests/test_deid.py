@@ -1,5 +1,5 @@
 """De-identification: what counts as sensitive text, OCR masking with tesseract, face blurring with
-OpenCV's bundled Haar cascades, and the counts in the shard index."""
+BlazeFace (egohorizon.pipelines.faces; real-frame recall in test_faces.py), and the counts in the shard index."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 
 from egohorizon.pipelines.deid import (
     Deidentifier,
-    FaceDetector,
     luhn_valid,
     make_deidentifier,
     parse_tesseract_tsv,
     sensitive_boxes,
     sensitive_spans,
 )
+from egohorizon.pipelines.faces import BlazeFaceDetector
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
                                      reason="tesseract not installed (apt-get install tesseract-ocr)")
@@ -87,7 +87,7 @@ def test_ocr_masks_sensitive_text_only():
 
 
 def synthetic_face(size: int = 400) -> np.ndarray:
-    """A drawn face (skin oval, eyes, brows, nose, mouth) that the frontal Haar cascade detects."""
+    """A drawn face (skin oval, eyes, brows, nose, mouth) that BlazeFace detects (score 0.87)."""
     import cv2
 
     image = np.full((size, size, 3), 200, dtype=np.uint8)
@@ -103,7 +103,7 @@ def synthetic_face(size: int = 400) -> np.ndarray:
 
 def test_face_is_found_and_blurred():
     image = synthetic_face()
-    boxes = FaceDetector()(image)
+    boxes = BlazeFaceDetector()(image)
     assert len(boxes) >= 1
     x0, y0, x1, y1 = boxes[0]
     assert x0 < 200 < x1 and y0 < 200 < y1

@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "points": "egohorizon.commands.points",
     "ingest": "egohorizon.commands.ingest",
     "shards": "egohorizon.commands.shards",
+    "deid": "egohorizon.commands.deid",
     "score": "egohorizon.commands.score",
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",
