@@ -58,6 +58,58 @@ def test_invalid_answers_are_never_guessed(text):
     assert extract_answer(text, OPTIONS) is None
 
 
+# Markdown emphasis and "option X" forms (issue 9): common in real model output and unambiguous.
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("**C**", "C"),
+        ("*C*", "C"),
+        ("__B__", "B"),
+        ("**(C)**", "C"),
+        ("**C.**", "C"),
+        ("The answer is: **B**", "B"),
+        ("**Answer:** B", "B"),
+        ("**Final answer: D**", "D"),
+        ("The answer is **Option C**.", "C"),
+        ("Option A", "A"),
+        ("option (b)", "B"),
+        ("**Option A**", "A"),
+        ("Option A.", "A"),
+        ("Option B: On the balcony", "B"),
+        ("**B. On the balcony**", "B"),
+        ("The correct option is B", "B"),
+        ("The best option is (C).", "C"),
+        ("I think the correct option is **D** because the desk was there.", "D"),
+        ("Correct option: B", "B"),
+        ("The correct option is B. Answer: B", "B"),  # the same letter from both kinds of statement
+        ("**On the balcony**", "B"),  # exact option text, emphasised
+    ],
+)
+def test_markdown_and_option_forms_are_accepted(text, expected):
+    assert extract_answer(text, OPTIONS) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "**B** or **C**",
+        "Option A or option B",
+        "**Option A**, or maybe **Option C**",
+        "Options A and C",
+        "The correct option is B. Final answer: C",  # two different letters
+        "The correct option is B, but the answer is C",
+        "Option B: In the car",  # letter and option text disagree
+        "Option E",  # beyond four options
+        "the best option is a bike ride",  # the article, not option A
+        "Option A is wrong, it was on the balcony",  # "option X" inside prose is not a statement
+        "Option A is correct",  # ... not even this one: "Option A is incorrect" differs by two letters
+        "**",
+    ],
+)
+def test_markdown_and_option_forms_that_stay_invalid(text):
+    assert extract_answer(text, OPTIONS) is None
+
+
 def test_five_options_and_duplicate_option_texts():
     five = ["one", "two", "three", "four", "five"]
     assert extract_answer("E", five) == "E"

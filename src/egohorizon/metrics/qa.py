@@ -1,16 +1,20 @@
 """Month-scale multiple-choice QA (SPEC §3): answer extraction that never guesses, and the report.
 
 ``extract_answer(text, options)`` accepts exactly these forms (case of the letter aside, surrounding
-whitespace and a final period ignored):
+whitespace and a final period ignored), after removing markdown emphasis (``**C**``, ``__C__``,
+``*C*``) that models wrap around answers:
 
-- a lone option letter: ``B``, ``(B)``, ``[B]``, ``B.``, ``B)``;
-- a letter followed by that option's own text: ``(B) the kitchen``, ``B. the kitchen``;
-- ``Answer: C`` / ``Final answer: (C)`` / ``the answer is D`` / ``the correct answer is D``
-  anywhere in the text, provided every such statement names the same letter;
+- a lone option letter, bare or as ``Option B``: ``B``, ``(B)``, ``[B]``, ``B.``, ``B)``, ``Option (B)``;
+- a letter followed by that option's own text: ``(B) the kitchen``, ``Option B: the kitchen``;
+- statements anywhere in the text: ``Answer: C`` / ``Final answer: (C)`` / ``the answer is D`` /
+  ``the correct answer is option D`` / ``the correct option is B`` / ``Best option: B``, provided
+  every such statement names the same letter;
 - the exact text of one option (case- and whitespace-insensitive).
 
 Anything else, a letter beyond the options, or two different letters, is invalid (None): scored
-wrong and counted. There is no fallback to the first capital letter or a random choice.
+wrong and counted. There is no fallback to the first capital letter or a random choice, and
+"option B" inside prose ("option A is wrong, ...") is not a statement. The table of accepted and
+refused forms is in docs/scoring.md.
 """
 
 from __future__ import annotations
@@ -40,13 +44,28 @@ EGOMONTH_TASK_LEVELS: dict[str, int] = {
     "Direction Judgement": 3,
 }
 
-_STATEMENT = re.compile(
-    r"\b(?:(?:final|correct|best)\s+)?answer\b\s*(?:is|:|=)?\s*:?\s*(?:option\s+)?"
-    r"[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
-    re.IGNORECASE,
+_STATEMENTS = (
+    re.compile(
+        r"\b(?:(?:final|correct|best)\s+)?answer\b\s*(?:is|:|=)?\s*:?\s*(?:option\s+)?"
+        r"[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
+        re.IGNORECASE,
+    ),
+    # "the correct option is B", "Best option: B": the verb or colon is required, so that "option A"
+    # inside prose ("option A is wrong") is never read as a choice
+    re.compile(
+        r"\b(?:(?:final|correct|best|right)\s+)?option\b\s*(?:is|:|=)\s*:?\s*"
+        r"[\(\[]?([A-Za-z])[\)\]]?(?![A-Za-z])",
+        re.IGNORECASE,
+    ),
 )
-_LONE = re.compile(r"^[\(\[]?([A-Za-z])[\)\]]?[.:]?$")
-_LETTER_THEN_TEXT = re.compile(r"^[\(\[]?([A-Za-z])(?:[\)\]]|[.:)])\s*(.+)$", re.DOTALL)
+_OPTION = r"(?:option\s*)?"
+_LONE = re.compile(rf"^{_OPTION}[\(\[]?([A-Za-z])[\)\]]?[.:]?$", re.IGNORECASE)
+_LETTER_THEN_TEXT = re.compile(
+    rf"^{_OPTION}[\(\[]?([A-Za-z])(?:[\)\]]|[.:)])\s*(.+)$", re.DOTALL | re.IGNORECASE
+)
+# Markdown emphasis: runs of * or _ at the edge of a word ("**C**", "__C__", "**Answer:** B"); an
+# underscore or asterisk inside a word ("snake_case", "2*3") is kept.
+_EMPHASIS = re.compile(r"(?<![\w*_])[*_]{1,3}|[*_]{1,3}(?![\w*_])")
 
 
 def task_key(task: str) -> str:
@@ -66,13 +85,14 @@ def _letter_index(letter: str, n_options: int) -> int | None:
 
 def _statement_letters(text: str) -> set[str]:
     letters = set()
-    for match in _STATEMENT.finditer(text):
-        letter = match.group(1)
-        rest = text[match.end() :]
-        # "the answer is a cup": a lowercase letter followed by a word is the article, not option A
-        if letter.islower() and re.match(r"\s+[A-Za-z]", rest):
-            continue
-        letters.add(letter.upper())
+    for statement in _STATEMENTS:
+        for match in statement.finditer(text):
+            letter = match.group(1)
+            rest = text[match.end() :]
+            # "the answer is a cup": a lowercase letter followed by a word is the article, not option A
+            if letter.islower() and re.match(r"\s+[A-Za-z]", rest):
+                continue
+            letters.add(letter.upper())
     return letters
 
 
@@ -80,7 +100,8 @@ def extract_answer(text: str | None, options: Sequence[str]) -> str | None:
     """The chosen option letter ("A", "B", ...) or None when the text does not say clearly."""
     if text is None:
         return None
-    stripped = text.strip()
+    raw = text.strip()
+    stripped = _EMPHASIS.sub("", raw).strip()
     if not stripped:
         return None
     n = len(options)
@@ -100,7 +121,8 @@ def extract_answer(text: str | None, options: Sequence[str]) -> str | None:
             return None
         index = _letter_index(letters.pop(), n)
         return chr(ord("A") + index) if index is not None else None
-    matches = [i for i, option in enumerate(normalised_options) if option and option == _normalise(stripped)]
+    said = {_normalise(stripped), _normalise(raw)}  # an option's own text may hold * or _
+    matches = [i for i, option in enumerate(normalised_options) if option and option in said]
     return chr(ord("A") + matches[0]) if len(matches) == 1 else None
 
 
