@@ -6,10 +6,14 @@ import numpy as np
 import pytest
 
 from egohorizon.data.ingested import GAZE_NO_SOURCE, IngestedRecording
-from egohorizon.data.video import ingest_video, read_video_frames, tick_indices
+from egohorizon.data.video import BACKENDS, DecodeReport, ingest_video, read_video_frames, tick_indices
 from egohorizon.errors import DataError
 
 FPS = 10
+
+# Import PyAV before anything loads decord: decord's bundled libvpx otherwise shadows PyAV's and the
+# VP9 encoder the tests use refuses to open ("avcodec_open2 ... returned 22").
+av = pytest.importorskip("av")
 
 
 @pytest.fixture(scope="module")
@@ -83,3 +87,162 @@ def test_cli_ingest_video_then_shards(clip, tmp_path, capsys):
                  "--deid", "off", "--long-side", "32"]) == 0
     index = ShardIndex.load(tmp_path / "shards")
     assert index.totals()["samples"] == 1 and index.shards[0]["gaze_status_counts"]["no_source"] == 6
+
+
+# Real first-person clips are VP9, H.264 or HEVC; PyAV's bundled FFmpeg encodes all three (issue 9).
+CODECS = {"vp9": "libvpx-vp9", "h264": "libx264", "hevc": "libx265"}
+ENCODER_OPTIONS = {"libvpx-vp9": {"deadline": "realtime", "cpu-used": "8"},
+                   "libx264": {"preset": "ultrafast"},
+                   "libx265": {"preset": "ultrafast", "x265-params": "log-level=none"}}
+
+
+def encode_clip(path, encoder, *, size=(96, 64), frames=40, faststart=True, keyframe_every=None):
+    """``frames`` at 10 fps; frame k is grey level 4 k with a noise patch (so a damaged region has
+    real bytes to lose). faststart puts the MP4 index first, as phones and web uploads do."""
+    if encoder not in av.codecs_available:
+        pytest.skip(f"PyAV's bundled FFmpeg has no {encoder} encoder")
+    width, height = size
+    rng = np.random.default_rng(0)
+    with av.open(str(path), "w", options={"movflags": "faststart"} if faststart else {}) as container:
+        stream = container.add_stream(encoder, rate=FPS)
+        stream.width, stream.height, stream.pix_fmt = width, height, "yuv420p"
+        stream.options = ENCODER_OPTIONS[encoder]
+        if keyframe_every:
+            stream.codec_context.gop_size = keyframe_every
+        for k in range(frames):
+            image = np.full((height, width, 3), 4 * k, dtype=np.uint8)
+            image[:height // 4, :width // 4] = rng.integers(0, 256, (height // 4, width // 4, 3), dtype=np.uint8)
+            container.mux(stream.encode(av.VideoFrame.from_ndarray(image, format="rgb24")))
+        container.mux(stream.encode())
+    return path
+
+
+def truncate_at_half(path):
+    data = path.read_bytes()
+    damaged = path.with_name(path.stem + "_cut.mp4")
+    damaged.write_bytes(data[:len(data) // 2])
+    return damaged
+
+
+def flip_middle_bytes(path, count=256):
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle:middle + count] = bytes(b ^ 0xFF for b in data[middle:middle + count])
+    damaged = path.with_name(path.stem + "_flipped.mp4")
+    damaged.write_bytes(bytes(data))
+    return damaged
+
+
+@pytest.fixture(scope="module", params=sorted(CODECS))
+def codec_clip(request, tmp_path_factory):
+    return encode_clip(tmp_path_factory.mktemp(request.param) / f"{request.param}.mp4", CODECS[request.param])
+
+
+def grey_levels(frames):
+    """The flat part of each frame (below the noise patch): 4 k for frame k."""
+    return [float(image[image.shape[0] // 2:].mean()) for _, image in frames]
+
+
+def test_each_codec_reads_whole_with_default_settings(codec_clip):
+    report = DecodeReport()
+    frames = list(read_video_frames(codec_clip, 1.0, report=report))
+    assert [t for t, _ in frames] == pytest.approx([0, 1, 2, 3])
+    assert grey_levels(frames) == pytest.approx([0, 40, 80, 120], abs=6)
+    assert report.expected_frames == report.decoded_frames == 40 and report.lost == []
+    assert report.backend in ("decord", "pyav")
+
+
+@pytest.mark.parametrize("damage", [truncate_at_half, flip_middle_bytes])
+def test_damaged_video_keeps_the_frames_before_the_damage(codec_clip, damage, caplog):
+    damaged = damage(codec_clip)
+    report = DecodeReport()
+    with caplog.at_level("INFO", logger="egohorizon.data.video"):
+        frames = list(read_video_frames(damaged, 1.0, report=report))
+    times = [t for t, _ in frames]
+    # Every frame before the damage is kept, at its own time, with its own content.
+    assert len(frames) >= 1 and times == pytest.approx(list(range(len(frames))))
+    assert grey_levels(frames) == pytest.approx([40.0 * k for k in range(len(frames))], abs=6)
+    # What is missing is counted and placed in time: 40 frames at 10 fps span [0, 4) s.
+    assert report.expected_frames == 40 and report.decoded_frames < 40
+    lost_s = sum(end - start for start, end in report.lost)
+    assert lost_s == pytest.approx((40 - report.decoded_frames) / FPS, abs=0.05)
+    assert report.lost[-1][1] == pytest.approx(4.0) and report.lost[0][0] >= times[-1]
+    assert report.backend == "pyav" and "pyav" in caplog.text.lower() and damaged.name in caplog.text
+
+
+def test_decoding_resumes_at_the_keyframe_after_the_damage(tmp_path):
+    clip = encode_clip(tmp_path / "gop.mp4", "libx264", keyframe_every=10)
+    report = DecodeReport()
+    # PyAV by name: decord would seek from keyframe to keyframe (every sampled frame is one here)
+    # and never touch the damaged packets.
+    frames = list(read_video_frames(flip_middle_bytes(clip), 1.0, "pyav", report=report))
+    # The damaged group of pictures is lost; the groups after it decode, so the last tick (3 s) is kept.
+    assert report.lost and 0 < report.lost[0][0] and report.lost[-1][1] < 4.0
+    assert frames[-1][0] == pytest.approx(3.0) and grey_levels(frames[-1:]) == pytest.approx([120], abs=6)
+    lost_s = sum(end - start for start, end in report.lost)
+    assert lost_s == pytest.approx((40 - report.decoded_frames) / FPS, abs=0.05)
+
+
+def test_decord_asked_for_by_name_on_a_damaged_file_is_a_data_error(tmp_path):
+    damaged = flip_middle_bytes(encode_clip(tmp_path / "h264.mp4", "libx264"))
+    with pytest.raises(DataError, match="h264_flipped.mp4"):
+        list(read_video_frames(damaged, 1.0, "decord"))
+
+
+def zero_the_frame_data(path):
+    """Keeps the MP4 index (moov, first with faststart) and zeroes every byte of frame data (mdat)."""
+    data = bytearray(path.read_bytes())
+    start = data.index(b"mdat") + 4
+    data[start:] = bytes(len(data) - start)
+    damaged = path.with_name(path.stem + "_zeroed.mp4")
+    damaged.write_bytes(bytes(data))
+    return damaged
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_an_undecodable_file_is_a_data_error_naming_it(tmp_path, backend):
+    # Without faststart the MP4 index (moov) comes last, so the first half holds no readable frame.
+    cut = truncate_at_half(encode_clip(tmp_path / "late_index.mp4", "libx264", faststart=False))
+    with pytest.raises(DataError, match="late_index_cut.mp4"):
+        list(read_video_frames(cut, 1.0, backend))
+    # An intact index over frame data that is all zeros: nothing decodes.
+    zeroed = zero_the_frame_data(encode_clip(tmp_path / "blank.mp4", "libx264"))
+    with pytest.raises(DataError, match="blank_zeroed.mp4"):
+        list(read_video_frames(zeroed, 1.0, backend))
+
+
+def test_vp9_at_first_person_size_ingests_with_default_settings(tmp_path):
+    clip = encode_clip(tmp_path / "aria_like.mp4", "libvpx-vp9", size=(1440, 1080), frames=30)
+    rec = ingest_video(clip, tmp_path / "rec", participant="p1", day="2024-05-01")
+    assert [f.t for f in rec.frames] == pytest.approx([0, 1, 2])
+    assert rec.meta["image_size"] == [1440, 1080]
+    decode = rec.meta["decode"]
+    assert (decode["backend"], decode["expected_frames"], decode["decoded_frames"], decode["lost"]) == ("pyav", 30, 30, [])
+    assert "VP9" in decode["reason"]  # decord's bundled FFmpeg fails on real VP9 clips, so auto goes to PyAV
+
+
+def test_cli_reports_the_gap_of_a_cut_video(tmp_path, capsys):
+    import json
+
+    from egohorizon.cli import main
+
+    cut = truncate_at_half(encode_clip(tmp_path / "cut.mp4", "libx264"))
+    assert main(["ingest", "video", str(cut), "--participant", "v1", "--start-time", "1700000000",
+                 "--out", str(tmp_path / "rec")]) == 0
+    decode = json.loads(capsys.readouterr().out)["decode"]
+    assert decode["expected_frames"] == 40 and 0 < decode["decoded_frames"] < 40
+    # Lost time is in the recording's time base, like start and end.
+    assert decode["lost"][-1][1] == pytest.approx(1_700_000_004.0)
+    stored = json.loads((tmp_path / "rec" / "recording.json").read_text())["meta"]["decode"]
+    assert stored == decode
+
+
+def test_cli_names_an_undecodable_file_without_a_traceback(tmp_path, capsys):
+    from egohorizon.cli import main
+
+    zeroed = zero_the_frame_data(encode_clip(tmp_path / "blank.mp4", "libx264"))
+    assert main(["ingest", "video", str(zeroed), "--participant", "v1", "--day", "2024-01-01",
+                 "--out", str(tmp_path / "rec")]) == 2
+    err = capsys.readouterr().err
+    assert "blank_zeroed.mp4: no video frame could be decoded" in err and "Traceback" not in err
+    assert not (tmp_path / "rec").exists()

@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     aria.set_defaults(handler=run_aria)
 
     video = sub.add_parser("video", help="an MP4 (or any container decord/PyAV reads)",
-                           description="Sample frames at --rate Hz with decord (PyAV when decord cannot).")
+                           description="Sample frames at --rate Hz with decord (PyAV for VP9/AV1 and when decord "
+                                       "fails); a damaged file keeps the frames that decode and reports the rest.")
     video.add_argument("video", help="the video file")
     video.add_argument("--start-time", type=float, help="epoch seconds of the first frame (default: the "
                                                         "container's creation_time; else relative times)")
@@ -90,5 +91,6 @@ def run_video(args: argparse.Namespace) -> int:
     recording = ingest_video(args.video, args.out, participant=args.participant, day=args.day,
                              session=args.session, rate_hz=args.rate or None, start_time=args.start_time,
                              backend=args.backend, overwrite=args.overwrite)
-    _summary(recording)
+    # The backend used and what a cut-off or damaged file lost (issue 9).
+    _summary(recording, decode=recording.meta.get("decode"))
     return 0

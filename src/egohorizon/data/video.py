@@ -4,13 +4,21 @@ decord seeks by frame index and decodes only the frames it needs, which is faste
 sampling; it is not built for every platform (no aarch64 wheels) and rejects some codecs, so PyAV,
 which decodes sequentially, is the fallback. Both report the same presentation times, and the sampled
 frames are the ones whose times are nearest to ticks every 1/rate s from the first frame.
+
+``auto`` first reads the container's header with PyAV: VP9 and AV1 go straight to PyAV (decord's
+bundled FFmpeg 4.1 fails on real VP9 first-person clips with "Error sending packet", issue 9), other
+codecs to decord, and any decord failure falls back to PyAV. PyAV keeps every frame it can decode: a
+packet the decoder rejects is skipped up to the next keyframe, and the time the container's index
+promises but no decoded frame covers is reported in a DecodeReport (cut-off or damaged files).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,6 +30,34 @@ from egohorizon.errors import DataError
 log = logging.getLogger(__name__)
 
 BACKENDS = ("auto", "decord", "pyav")
+# Codecs ``auto`` never hands to decord: its FFmpeg fails on real VP9 clips (issue 9) and predates AV1.
+PYAV_CODECS = ("vp9", "av1")
+
+
+@dataclass
+class DecodeReport:
+    """What reading one video found: the backend that decoded it and why, the frames the container's
+    index promises and those decoded, and ``lost``: [start, end) seconds from the first frame that no
+    decoded frame covers (a cut-off or damaged file)."""
+
+    backend: str = ""
+    reason: str = ""
+    expected_frames: int | None = None
+    decoded_frames: int = 0
+    lost: list[list[float]] = field(default_factory=list)
+
+    def to_meta(self, origin: float = 0.0) -> dict:
+        """For recording.json: lost ranges moved into the recording's time base."""
+        return {"backend": self.backend, "reason": self.reason, "expected_frames": self.expected_frames,
+                "decoded_frames": self.decoded_frames,
+                "lost": [[origin + start, origin + end] for start, end in self.lost]}
+
+
+@dataclass
+class _Header:
+    codec: str
+    frames: int  # in the container's index; 0 when it has none (Matroska, WebM)
+    duration_s: float | None
 
 
 def tick_indices(times_s: np.ndarray, rate_hz: float | None) -> np.ndarray:
@@ -39,14 +75,65 @@ def tick_indices(times_s: np.ndarray, rate_hz: float | None) -> np.ndarray:
     return np.unique(nearest)
 
 
-def _decord_frames(path: Path, rate_hz: float | None, chunk: int = 16) -> Iterator[tuple[float, np.ndarray]]:
+def lost_ranges(times_s: list[float], period_s: float, end_s: float) -> list[list[float]]:
+    """[start, end) ranges of [0, end_s) that no frame covers, each frame covering one period from
+    its time; gaps shorter than half a period are timestamp jitter, not loss."""
+    lost, covered_to = [], 0.0
+    for t in sorted(times_s) + [end_s]:
+        if t - covered_to > period_s / 2:
+            lost.append([round(covered_to, 6), round(t, 6)])
+        covered_to = max(covered_to, t + period_s)
+    return lost
+
+
+def _short(error: BaseException) -> str:
+    """decord's messages carry "[hh:mm:ss] /github/workspace/src/...cc:292: " prefixes; keep the words."""
+    text = re.sub(r"\[[\d:]+\] \S+:\d+: ", "", str(error)).strip()
+    return text.splitlines()[-1] if text else type(error).__name__
+
+
+def _read_header(path: Path) -> _Header:
+    import av
+
+    try:
+        with av.open(str(path)) as container:
+            if not container.streams.video:
+                raise DataError(f"{path}: no video stream in the file")
+            stream = container.streams.video[0]
+            if stream.duration and stream.time_base:
+                duration = float(stream.duration * stream.time_base)
+            else:
+                duration = container.duration / 1e6 if container.duration else None
+            return _Header(stream.codec_context.name, stream.frames or 0, duration)
+    except av.FFmpegError as error:  # e.g. a cut-off MP4 whose index (moov) came last
+        raise DataError(f"{path}: cannot open video ({error})") from error
+
+
+def _choose_backend(backend: str, header: _Header) -> tuple[str, str]:
+    if backend != "auto":
+        return backend, f"--backend {backend}"
+    if header.codec in PYAV_CODECS:
+        return "pyav", f"{header.codec.upper()} video: decord's FFmpeg fails on real {header.codec.upper()} clips"
+    try:
+        import decord  # noqa: F401
+    except ImportError:
+        return "pyav", "decord is not installed"
+    return "decord", f"{header.codec} video: decord seeks to the sampled frames"
+
+
+def _decord_frames(path: Path, rate_hz: float | None, expected: int,
+                   chunk: int = 16) -> Iterator[tuple[float, np.ndarray]]:
     import decord
 
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
     count = len(reader)
+    # decord silently counts only the frames it can reach in a cut-off file; the index knows better.
+    if expected and count != expected:
+        raise RuntimeError(f"decord sees {count} of the {expected} frames in the container's index")
     if count == 0:
         return
     times = reader.get_frame_timestamp(np.arange(count))[:, 0]
+    times = times - times[0]  # decord starts MP4s at 0; normalise anyway so both backends agree
     indices = tick_indices(times, rate_hz)
     for begin in range(0, len(indices), chunk):
         batch = indices[begin:begin + chunk]
@@ -55,59 +142,112 @@ def _decord_frames(path: Path, rate_hz: float | None, chunk: int = 16) -> Iterat
             yield float(times[index]), frame
 
 
-def _pyav_frames(path: Path, rate_hz: float | None) -> Iterator[tuple[float, np.ndarray]]:
+def _packet_pts(path: Path) -> tuple[list[int], float]:
+    """Every video packet's presentation time (demuxing only, no decoding) and the time base."""
+    import av
+
+    pts = []
+    with av.open(str(path)) as container:
+        stream = container.streams.video[0]
+        try:
+            pts = [packet.pts for packet in container.demux(stream) if packet.pts is not None]
+        except av.FFmpegError as error:  # a damaged container: the packets before it are still good
+            log.warning("%s: demuxing stopped after %d packets (%s)", path, len(pts), error)
+        return sorted(pts), float(stream.time_base)
+
+
+def _decode_what_can_be(path: Path):
+    """Decoded frames in presentation order. A packet the decoder rejects is skipped together with
+    the packets up to the next keyframe, which all depend on it; the rest of the file still decodes."""
     import av
 
     with av.open(str(path)) as container:
-        stream = container.streams.video[0]
-        # Decode once to learn the presentation times, then keep the frames nearest to each tick;
-        # two passes keep memory at one frame instead of the whole video.
-        times = np.array([float(f.time) for f in container.decode(stream) if f.time is not None])
-    if len(times) == 0:
-        return
-    times -= times[0]
-    wanted = set(tick_indices(times, rate_hz).tolist())
-    with av.open(str(path)) as container:
-        index = -1
-        for frame in container.decode(container.streams.video[0]):
-            if frame.time is None:
+        packets = container.demux(container.streams.video[0])
+        skipping = in_damage = False  # in_damage: one warning per damaged region, not per packet
+        while True:
+            try:
+                packet = next(packets)
+            except StopIteration:
+                return
+            except av.FFmpegError as error:
+                log.warning("%s: the file ends in damaged data (%s)", path, error)
+                return
+            if skipping and not packet.is_keyframe and packet.size:  # size 0: the final flush
                 continue
-            index += 1
-            if index in wanted:
-                yield float(times[index]), frame.to_ndarray(format="rgb24")
+            try:
+                frames = packet.decode()
+            except av.FFmpegError as error:
+                if not in_damage:
+                    log.warning("%s: undecodable data from pts %s (%s); skipping to the next keyframe",
+                                path, packet.pts, error)
+                skipping = in_damage = True
+                continue
+            skipping = False
+            in_damage = in_damage and not frames
+            yield from frames
 
 
-def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0,
-                      backend: str = "auto") -> Iterator[tuple[float, np.ndarray]]:
-    """Yields (seconds from the first frame, RGB uint8 (H, W, 3)) sampled at ``rate_hz``."""
+def _pyav_frames(path: Path, rate_hz: float | None, header: _Header, report: DecodeReport,
+                 after_s: float | None = None) -> Iterator[tuple[float, np.ndarray]]:
+    """Sampled frames after ``after_s`` (the frames decord yielded before failing); fills ``report``."""
+    pts, time_base = _packet_pts(path)
+    if not pts:
+        raise DataError(f"{path}: no video frame could be read")
+    # Ticks are placed on every packet's time, decodable or not, so they match decord's and the
+    # frames kept around a damaged region are the same ones an intact file would give.
+    times = (np.array(pts, dtype=np.float64) - pts[0]) * time_base
+    wanted = {pts[i] for i in tick_indices(times, rate_hz)}
+    decoded = []
+    for frame in _decode_what_can_be(path):
+        if frame.pts is None:
+            continue
+        t = (frame.pts - pts[0]) * time_base
+        decoded.append(t)
+        if frame.pts in wanted and (after_s is None or t > after_s + 1e-6):
+            yield t, frame.to_ndarray(format="rgb24")
+    if not decoded:
+        raise DataError(f"{path}: no video frame could be decoded")
+    report.decoded_frames = len(decoded)
+    period = header.duration_s / header.frames if header.frames and header.duration_s else \
+        (float(np.median(np.diff(times))) if len(times) > 1 else 0.0)
+    end = header.duration_s if header.duration_s else times[-1] + period
+    report.lost = lost_ranges(decoded, period, end) if period > 0 else []
+
+
+def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0, backend: str = "auto",
+                      report: DecodeReport | None = None) -> Iterator[tuple[float, np.ndarray]]:
+    """Yields (seconds from the first frame, RGB uint8 (H, W, 3)) sampled at ``rate_hz``; fills
+    ``report`` (when given) with the backend used, why, and what could not be decoded."""
     path = Path(path)
     if not path.is_file():
         raise DataError(f"{path}: video file not found")
     if backend not in BACKENDS:
         raise DataError(f"backend: expected one of {', '.join(BACKENDS)}, got {backend!r}")
-    if backend in ("auto", "decord"):
+    report = report if report is not None else DecodeReport()
+    # PyAV first, also because decord's bundled libvpx, loaded first, shadows PyAV's.
+    header = _read_header(path)
+    report.expected_frames = header.frames or None
+    chosen, report.reason = _choose_backend(backend, header)
+    last_t = None
+    if chosen == "decord":
         try:
-            frames = _decord_frames(path, rate_hz)
-            first = next(frames, None)  # opens the file: unsupported codecs fail here, before any yield
-        except (ImportError, RuntimeError) as error:  # decord raises DECORDError, a RuntimeError
+            for last_t, frame in _decord_frames(path, rate_hz, header.frames):
+                yield last_t, frame
+        except Exception as error:  # decord raises DECORDError, a bare Exception, and RuntimeError
             if backend == "decord":
-                raise DataError(f"{path}: decord cannot read this video ({error})") from error
-            log.info("%s: decord unavailable or failed (%s); decoding with PyAV", path, error)
+                raise DataError(f"{path}: decord cannot read this video ({_short(error)}); "
+                                "try --backend pyav") from error
+            report.reason = f"decord failed: {_short(error)}"
         else:
-            if first is None:
-                return
-            origin = first[0]  # decord starts MP4s at 0; normalise anyway so both backends agree
-            yield 0.0, first[1]
-            try:
-                for t, frame in frames:
-                    yield t - origin, frame
-            except RuntimeError as error:
-                raise DataError(f"{path}: decord failed mid-video ({error})") from error
+            report.backend, report.decoded_frames = "decord", header.frames or 0
+            log.info("%s: decoded with decord (%s)", path, report.reason)
             return
-    try:
-        yield from _pyav_frames(path, rate_hz)
-    except Exception as error:  # PyAV raises av.error.* (InvalidDataError, ...), all Exceptions
-        raise DataError(f"{path}: cannot decode video ({error})") from error
+    report.backend = "pyav"
+    log.info("%s: decoding with PyAV (%s)", path, report.reason)
+    yield from _pyav_frames(path, rate_hz, header, report, after_s=last_t)
+    if report.lost:
+        log.warning("%s: decoded %d of %d frames; lost (s from the first frame): %s", path,
+                    report.decoded_frames, report.expected_frames or 0, report.lost)
 
 
 def container_start_time(path: str | os.PathLike) -> float | None:
@@ -147,8 +287,8 @@ def ingest_video(video_path: str | os.PathLike, out_dir: str | os.PathLike, *, p
     origin = start_time or 0.0
     writer = RecordingWriter(out_dir, overwrite=overwrite)
     try:
-        times = []
-        for t, frame in read_video_frames(video_path, rate_hz, backend):
+        times, report = [], DecodeReport()
+        for t, frame in read_video_frames(video_path, rate_hz, backend, report):
             writer.add_frame(frame, t=origin + t, gaze=None, gaze_status=GAZE_NO_SOURCE)
             times.append(t)
         period = 1.0 / rate_hz if rate_hz else (float(np.median(np.diff(times))) if len(times) > 1 else 1.0)
@@ -158,7 +298,7 @@ def ingest_video(video_path: str | os.PathLike, out_dir: str | os.PathLike, *, p
         first = writer.frames[0]
         recording.meta = {"source": "video", "video": str(video_path), "image_size": [first.width, first.height],
                           "rotated_cw90": False, "time_base": time_base, "rate_hz": rate_hz,
-                          "gaze_file": None}
+                          "gaze_file": None, "decode": report.to_meta(origin)}
         return writer.commit(recording, [])
     except BaseException:
         writer.abort()
