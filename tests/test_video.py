@@ -119,7 +119,7 @@ def encode_clip(path, encoder, *, size=(96, 64), frames=40, faststart=True, keyf
 
 def truncate_at_half(path):
     data = path.read_bytes()
-    damaged = path.with_name(path.stem + "_cut.mp4")
+    damaged = path.with_name(path.stem + "_cut" + path.suffix)
     damaged.write_bytes(data[:len(data) // 2])
     return damaged
 
@@ -168,6 +168,18 @@ def test_damaged_video_keeps_the_frames_before_the_damage(codec_clip, damage, ca
     assert lost_s == pytest.approx((40 - report.decoded_frames) / FPS, abs=0.05)
     assert report.lost[-1][1] == pytest.approx(4.0) and report.lost[0][0] >= times[-1]
     assert report.backend == "pyav" and "pyav" in caplog.text.lower() and damaged.name in caplog.text
+
+
+def test_a_cut_matroska_file_reports_its_gap(tmp_path):
+    # Matroska's index has no frame count, only the duration: decord used to return the first half
+    # without a word.
+    cut = truncate_at_half(encode_clip(tmp_path / "h264.mkv", "libx264", faststart=False))
+    report = DecodeReport()
+    frames = list(read_video_frames(cut, 1.0, report=report))
+    assert [t for t, _ in frames] == pytest.approx(list(range(len(frames))))
+    assert report.expected_frames is None and 0 < report.decoded_frames < 40
+    assert report.lost[-1][1] == pytest.approx(4.0)
+    assert sum(end - start for start, end in report.lost) == pytest.approx((40 - report.decoded_frames) / FPS, abs=0.05)
 
 
 def test_decoding_resumes_at_the_keyframe_after_the_damage(tmp_path):

@@ -121,19 +121,22 @@ def _choose_backend(backend: str, header: _Header) -> tuple[str, str]:
     return "decord", f"{header.codec} video: decord seeks to the sampled frames"
 
 
-def _decord_frames(path: Path, rate_hz: float | None, expected: int,
+def _decord_frames(path: Path, rate_hz: float | None, header: _Header, report: DecodeReport,
                    chunk: int = 16) -> Iterator[tuple[float, np.ndarray]]:
     import decord
 
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
-    count = len(reader)
+    count = report.decoded_frames = len(reader)
     # decord silently counts only the frames it can reach in a cut-off file; the index knows better.
-    if expected and count != expected:
-        raise RuntimeError(f"decord sees {count} of the {expected} frames in the container's index")
+    if header.frames and count != header.frames:
+        raise RuntimeError(f"decord sees {count} of the {header.frames} frames in the container's index")
     if count == 0:
         return
     times = reader.get_frame_timestamp(np.arange(count))[:, 0]
     times = times - times[0]  # decord starts MP4s at 0; normalise anyway so both backends agree
+    # Without a frame count in the index (Matroska, WebM), a cut-off shows as frames ending early.
+    if count > 1 and header.duration_s and times[-1] + 2 * np.median(np.diff(times)) < header.duration_s:
+        raise RuntimeError(f"decord's frames end at {times[-1]:.2f} s of the container's {header.duration_s:.2f} s")
     indices = tick_indices(times, rate_hz)
     for begin in range(0, len(indices), chunk):
         batch = indices[begin:begin + chunk]
@@ -231,7 +234,7 @@ def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0, back
     last_t = None
     if chosen == "decord":
         try:
-            for last_t, frame in _decord_frames(path, rate_hz, header.frames):
+            for last_t, frame in _decord_frames(path, rate_hz, header, report):
                 yield last_t, frame
         except Exception as error:  # decord raises DECORDError, a bare Exception, and RuntimeError
             if backend == "decord":
@@ -239,15 +242,15 @@ def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0, back
                                 "try --backend pyav") from error
             report.reason = f"decord failed: {_short(error)}"
         else:
-            report.backend, report.decoded_frames = "decord", header.frames or 0
+            report.backend = "decord"
             log.info("%s: decoded with decord (%s)", path, report.reason)
             return
     report.backend = "pyav"
     log.info("%s: decoding with PyAV (%s)", path, report.reason)
     yield from _pyav_frames(path, rate_hz, header, report, after_s=last_t)
     if report.lost:
-        log.warning("%s: decoded %d of %d frames; lost (s from the first frame): %s", path,
-                    report.decoded_frames, report.expected_frames or 0, report.lost)
+        log.warning("%s: decoded %d frames (the index lists %s); lost (s from the first frame): %s", path,
+                    report.decoded_frames, report.expected_frames or "no count", report.lost)
 
 
 def container_start_time(path: str | os.PathLike) -> float | None:
