@@ -16,7 +16,8 @@ from omegaconf import DictConfig
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
     from egohorizon.errors import EgohorizonError
-    from egohorizon.run import format_summary, train
+    from egohorizon.run import train
+    from egohorizon.tasks.forecast import format_summary
 
     try:
         result = train(cfg)

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import pytest
 
-from egohorizon.callbacks.forecast_scoring import (
+from egohorizon.metrics.embedders import get_embedder
+from egohorizon.run_eval import format_rows, group_rows
+from egohorizon.schema import ForecastPoint, ForecastPrediction
+from egohorizon.tasks.forecast import (
     candidates_from_texts,
     evaluate,
     example_rows,
     flat_metrics,
+    format_summary,
     prediction_records,
+    summary_rows,
 )
-from egohorizon.metrics.embedders import get_embedder
-from egohorizon.run import format_summary, summary_rows
-from egohorizon.run_eval import format_rows, group_rows
-from egohorizon.schema import ForecastPoint, ForecastPrediction
 
 
 def _point(pid: str, context: list[str], targets: list[str], source: str = "toy") -> ForecastPoint:
@@ -116,7 +117,7 @@ def _group(source, level, k, n, s, s_norm, s_rand, invalid=0):
 
 
 def test_summary_table_has_every_source_level_and_k_with_the_baselines():
-    from egohorizon.callbacks.forecast_scoring import Evaluation
+    from egohorizon.tasks import Evaluation
 
     groups = [_group("demo", 1, 1, 10, 0.6, 0.5, 0.2, invalid=1), _group("epic", 5, 10, 4, 0.3, None, None)]
     repeat = [_group("demo", 1, 1, 10, 0.4, 0.25, 0.2), _group("epic", 5, 10, 4, 0.1, None, None)]

@@ -19,6 +19,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from egohorizon.errors import ConfigError
+from egohorizon.tasks.forecast import ForecastTask
 
 log = logging.getLogger(__name__)
 
@@ -226,7 +227,7 @@ def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, A
         else None,
         "objective": objective_value(cfg, checkpoint, split_metrics.get("val", {})),
         "metrics": split_metrics,
-        "summary": summary_rows(test_evaluation),
+        "summary": ForecastTask().summary_rows(test_evaluation),
     }
     if trainer.is_global_zero:
         (run_dir / "metrics.json").write_text(json.dumps(out, indent=2))
@@ -249,61 +250,6 @@ def objective_value(cfg: DictConfig, checkpoint, val_metrics: dict[str, float]) 
     if value is None:
         log.warning("objective %s: no value (was it logged at validation?)", name)
     return {"name": name, "mode": str(cfg.get("objective_mode", "max")), "value": value}
-
-
-def summary_rows(evaluation) -> list[dict[str, Any]]:
-    """One row per (source, level, K) the evaluation holds: model vs repeat-last vs random, each
-    as S and S_norm (random's S_norm is 0 by definition), from the structured report."""
-    if evaluation is None:
-        return []
-    repeat = {(g["source"], g["level"], g["k"]): g for g in evaluation.baselines["repeat_last"]["groups"]}
-    rows = []
-    for group in evaluation.report["groups"]:
-        key = (group["source"], group["level"], group["k"])
-        baseline = repeat.get(key, {})
-        rows.append(
-            {
-                "source": group["source"],
-                "level": group["level"],
-                "k": group["k"],
-                "n": group["n"],
-                "model_S": group["S"],
-                "model_S_norm": group["S_norm"],
-                "model_invalid_rate": group["invalid"] / group["n"] if group["n"] else 0.0,
-                "repeat_last_S": baseline.get("S"),
-                "repeat_last_S_norm": baseline.get("S_norm"),
-                "random_S": group["S_rand"],
-                "random_S_norm": 0.0 if group["S_rand"] is not None else None,
-            }
-        )
-    return rows
-
-
-def format_summary(rows: list[dict[str, Any]], objective: dict[str, Any] | None = None) -> str:
-    """The table `make demo` ends with: every (source, level, K) of the held-out test days, and the
-    validation objective that chose the checkpoint."""
-    if not rows:
-        return "(no test scores: was the test split empty?)"
-
-    def num(value: float | None) -> str:
-        return "   n/a" if value is None else f"{value:6.3f}"
-
-    lines = [
-        "Held-out test days: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
-        f"{'source':>10} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
-    ]
-    for r in rows:
-        lines.append(
-            f"{r['source']:>10} {r['level']:>2} {r['k']:>3} {r['n']:>5}  "
-            f"{num(r['model_S_norm'])} ({num(r['model_S'])}) inv {r['model_invalid_rate']:4.0%}  "
-            f"{num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
-            f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
-        )
-    if objective is not None:
-        value = objective.get("value")
-        shown = "n/a" if value is None else f"{value:.4f}"
-        lines.append(f"Checkpoint chosen on validation: {objective['name']} = {shown}")
-    return "\n".join(lines)
 
 
 def train(cfg: DictConfig) -> dict[str, Any]:

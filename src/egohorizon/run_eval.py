@@ -2,7 +2,7 @@
 repeat-last and random baselines on held-out points; and the context-scaling and per-level studies.
 
 Like ``egohorizon.run`` this reads the Hydra config; the scoring is the same code the training
-callback uses (``egohorizon.callbacks.forecast_scoring``), so the numbers mean the same thing.
+callback uses (``egohorizon.tasks.forecast``), so the numbers mean the same thing.
 
 - ``ckpt`` set (an ``*.adapter`` folder, a ``*.ckpt`` with its adapter beside it, or a run folder):
   the adapter is loaded onto its base model (from the adapter's ``egohorizon_adapter.json`` unless
@@ -153,8 +153,8 @@ def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
 
 def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split: str) -> dict[str, Any]:
     """Scores the configured predictors on the datamodule's test slot; returns the report dict."""
-    from egohorizon.callbacks.forecast_scoring import evaluate, flat_metrics, repeat_last_predictions
     from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.tasks.forecast import evaluate, flat_metrics, repeat_last_predictions
 
     predictors = list(cfg.predictors)
     unknown = set(predictors) - set(PREDICTORS)
@@ -203,9 +203,9 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
 def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
     """The ``llm`` predictor: each point's prompt (asking for ``num_candidates`` trajectories) sent to an
     ``egohorizon.llm`` backend; each answer parsed into candidates and scored like the model's."""
-    from egohorizon.callbacks.forecast_scoring import candidates_from_texts, evaluate, prediction_records
     from egohorizon.llm import make_backend
     from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.tasks.forecast import candidates_from_texts, evaluate, prediction_records
 
     conf = OmegaConf.to_container(cfg.llm, resolve=True)
     if not conf.get("model"):

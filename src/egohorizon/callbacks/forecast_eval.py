@@ -17,7 +17,7 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import Callback
 
-from egohorizon.callbacks.forecast_scoring import (
+from egohorizon.tasks.forecast import (
     Evaluation,
     candidates_from_texts,
     evaluate,

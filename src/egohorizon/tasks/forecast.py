@@ -1,18 +1,19 @@
-"""From raw forecaster outputs to scores, baselines, prediction records and flat log keys.
+"""The forecast task: raw forecaster outputs to candidates, scores, baselines, prediction records,
+flat log keys and the summary table.
 
-Shared by ``ForecastEvalCallback`` (during training) and ``eval.py`` (checkpoints, in-context
-backbones, baselines), so both report exactly the same figures. The scoring itself is
+Shared by the evaluation callback (during training), ``eval.py`` (checkpoints, in-context backbones,
+baselines) and ``egohorizon compare``, so all report exactly the same figures. The scoring itself is
 ``egohorizon.metrics.forecast.score_forecasts`` (SPEC §1); nothing here re-implements it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from egohorizon.metrics.parsing import parse_forecast_output
 from egohorizon.schema import ForecastPoint
+from egohorizon.tasks.base import Evaluation, Task, objective_line
 
 MODES = ("sequences", "in_prompt")
 
@@ -43,16 +44,6 @@ def repeat_last_predictions(points: Sequence[ForecastPoint]) -> dict[str, list[l
     from egohorizon.metrics.forecast import repeat_last_k
 
     return {p.id: ([repeat_last_k(p)] if p.context else None) for p in points}
-
-
-@dataclass
-class Evaluation:
-    """A scored set of predictions: the SPEC §6 report, the repeat-last report, the flat metrics."""
-
-    report: dict[str, Any]
-    baselines: dict[str, Any]
-    metrics: dict[str, float]
-    candidates: dict[str, list[list[str]] | None] = field(default_factory=dict)
 
 
 def evaluate(
@@ -176,3 +167,95 @@ def example_rows(
             ]
         )
     return columns, rows
+
+
+def summary_rows(evaluation: Evaluation | None) -> list[dict[str, Any]]:
+    """One row per (source, level, K) the evaluation holds: model vs repeat-last vs random, each
+    as S and S_norm (random's S_norm is 0 by definition), from the structured report."""
+    if evaluation is None:
+        return []
+    repeat = {(g["source"], g["level"], g["k"]): g for g in evaluation.baselines["repeat_last"]["groups"]}
+    rows = []
+    for group in evaluation.report["groups"]:
+        baseline = repeat.get((group["source"], group["level"], group["k"]), {})
+        rows.append(
+            {
+                "source": group["source"],
+                "level": group["level"],
+                "k": group["k"],
+                "n": group["n"],
+                "model_S": group["S"],
+                "model_S_norm": group["S_norm"],
+                "model_invalid_rate": group["invalid"] / group["n"] if group["n"] else 0.0,
+                "repeat_last_S": baseline.get("S"),
+                "repeat_last_S_norm": baseline.get("S_norm"),
+                "random_S": group["S_rand"],
+                "random_S_norm": 0.0 if group["S_rand"] is not None else None,
+            }
+        )
+    return rows
+
+
+def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+    """The table ``make demo`` ends with: every (source, level, K) of the held-out test days, and the
+    validation objective that chose the checkpoint."""
+    if not rows:
+        return "(no test scores: was the test split empty?)"
+
+    def num(value: float | None) -> str:
+        return "   n/a" if value is None else f"{value:6.3f}"
+
+    lines = [
+        "Held-out test days: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
+        f"{'source':>10} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
+    ]
+    for r in rows:
+        lines.append(
+            f"{r['source']:>10} {r['level']:>2} {r['k']:>3} {r['n']:>5}  "
+            f"{num(r['model_S_norm'])} ({num(r['model_S'])}) inv {r['model_invalid_rate']:4.0%}  "
+            f"{num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
+            f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
+        )
+    return "\n".join(lines + objective_line(objective))
+
+
+class ForecastTask(Task):
+    """NextMe-800 forecasting: best-of-N soft edit distance, normalised against random (SPEC §1)."""
+
+    name = "forecast"
+
+    def __init__(self, mode: str = "sequences", num_candidates: int = 3):
+        if mode not in MODES:
+            raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
+        self.mode, self.num_candidates = mode, num_candidates
+
+    def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
+        return candidates_from_texts(texts, self.mode, self.num_candidates)
+
+    def evaluate(
+        self,
+        items: Sequence[ForecastPoint],
+        predictions: Mapping[str, list[list[str]] | None],
+        split: str,
+        embedder=None,
+        n_random_draws: int = 5,
+        seed: int = 0,
+        prefix: str = "forecast",
+    ) -> Evaluation:
+        if embedder is None:
+            raise ValueError("the forecast task scores with an embedder (egohorizon.metrics.embedders)")
+        return evaluate(
+            items, predictions, embedder, split, n_random_draws, seed, prefix, self.num_candidates
+        )
+
+    def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        return summary_rows(evaluation)
+
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+        return format_summary(rows, objective)
+
+    def default_objective(self, data: Mapping[str, Any]) -> str:
+        levels, ks = list(data.get("levels") or []), list(data.get("ks") or [])
+        if not levels or not ks:
+            raise ValueError("the forecast objective needs data.levels and data.ks")
+        return f"val/forecast_S_norm_L{levels[0]}_K{ks[0]}"

@@ -1,0 +1,28 @@
+"""Tasks: one torch-free object per task that parses model output, scores a split with
+``egohorizon.metrics``, flattens the report into log keys, renders the summary and names its default
+objective. ``get_task`` is the registry the CLI, the evaluation callback, eval.py and compare share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from egohorizon.tasks.base import Evaluation, Task
+
+# name -> "module:Class"; imported on use, so listing the tasks costs nothing.
+TASKS = {
+    "forecast": "egohorizon.tasks.forecast:ForecastTask",
+    "qa": "egohorizon.tasks.qa:QATask",
+}
+
+
+def get_task(name: str, **options: Any) -> Task:
+    """The task called ``name``, built with ``options`` (e.g. the forecast task's ``num_candidates``)."""
+    import importlib
+
+    if name not in TASKS:
+        raise ValueError(f"task: unknown {name!r}; known tasks: {', '.join(sorted(TASKS))}")
+    module, _, cls = TASKS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(**options)
+
+
+__all__ = ["TASKS", "Evaluation", "Task", "get_task"]

@@ -1,0 +1,61 @@
+"""What every task knows, whatever its model: from raw model output to a scored, logged, printed split.
+
+A task is torch-free, so ``egohorizon score``, the evaluation callback, ``eval.py`` and
+``egohorizon compare`` can all share it without the training stack. The metrics themselves live in
+``egohorizon.metrics``; a task only chooses them, names their log keys and renders their summary.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Evaluation:
+    """A scored split: the structured report (SPEC §6 shape), the baselines' reports, the flat log
+    keys (``{split}/{task}_...``) and the parsed predictions that were scored."""
+
+    report: dict[str, Any]
+    baselines: dict[str, Any]
+    metrics: dict[str, float]
+    candidates: dict[str, Any] = field(default_factory=dict)
+
+
+class Task(ABC):
+    """One task (forecast, qa, caption, ...): parse, score, flatten, summarise, name the objective."""
+
+    name: str
+
+    @abstractmethod
+    def parse(self, texts: Sequence[str], item: Any = None) -> Any:
+        """The prediction in one item's raw outputs, or None when nothing parses (never a guess)."""
+
+    @abstractmethod
+    def evaluate(
+        self, items: Sequence[Any], predictions: Mapping[str, Any], split: str, **options: Any
+    ) -> Evaluation:
+        """Scores parsed predictions (item id -> prediction or None) on a split, with baselines."""
+
+    @abstractmethod
+    def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        """One row per group the evaluation holds, model next to baselines."""
+
+    @abstractmethod
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+        """The table printed at the end of a run."""
+
+    @abstractmethod
+    def default_objective(self, data: Mapping[str, Any]) -> str:
+        """The validation metric that ranks checkpoints by default, given the data settings."""
+
+
+def objective_line(objective: Mapping[str, Any] | None) -> list[str]:
+    """The summary's last line: which validation metric chose the checkpoint, and its value."""
+    if objective is None:
+        return []
+    value = objective.get("value")
+    shown = "n/a" if value is None else f"{value:.4f}"
+    return [f"Checkpoint chosen on validation: {objective['name']} = {shown}"]

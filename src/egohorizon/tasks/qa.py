@@ -1,0 +1,107 @@
+"""The QA task (EgoMonth): letter answers extracted without guessing, Avg (macro over task types) and
+Acc (micro), per task type and per cognitive level, next to the chance baseline (SPEC §3)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from egohorizon.schema import QAItem
+from egohorizon.tasks.base import Evaluation, Task, objective_line
+
+
+def _key(text: str) -> str:
+    """A log-key-safe task name: 'Event Counting' -> 'event_counting'."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def flat_metrics(report: Mapping[str, Any], split: str, prefix: str = "qa") -> dict[str, float]:
+    """``{split}/qa_avg``, ``_acc``, ``_invalid_rate``, ``_n``, ``_chance``, per task type
+    ``{split}/qa_acc_<task>`` and per level ``{split}/qa_avg_level<L>``; absent values are left out."""
+    out: dict[str, float] = {}
+    for name, value in (("avg", report["Avg"]), ("acc", report["Acc"]), ("chance", report["chance"])):
+        if value is not None:
+            out[f"{split}/{prefix}_{name}"] = float(value)
+    out[f"{split}/{prefix}_n"] = float(report["n"])
+    out[f"{split}/{prefix}_invalid_rate"] = report["invalid"] / report["n"] if report["n"] else 0.0
+    for task, row in report["per_task"].items():
+        out[f"{split}/{prefix}_acc_{_key(task)}"] = float(row["acc"])
+    for level, row in report["per_level"].items():
+        out[f"{split}/{prefix}_avg_level{level}"] = float(row["avg"])
+    return out
+
+
+class QATask(Task):
+    """Multiple-choice QA: one letter per item; an ambiguous or unparseable answer is invalid."""
+
+    name = "qa"
+
+    def parse(self, texts: Sequence[str], item: QAItem | None = None) -> str | None:
+        from egohorizon.metrics.qa import extract_answer
+
+        if item is None:
+            raise ValueError("the qa task parses an answer against its item's options")
+        return extract_answer(texts[0] if texts else None, item.options)
+
+    def evaluate(
+        self,
+        items: Sequence[QAItem],
+        predictions: Mapping[str, str | None],
+        split: str,
+        task_levels: Mapping[str, int] | None = None,
+        prefix: str = "qa",
+    ) -> Evaluation:
+        from egohorizon.metrics.qa import score_qa
+
+        report = score_qa(items, predictions, task_levels)
+        return Evaluation(
+            report=report,
+            baselines={"chance": report["chance"]},
+            metrics=flat_metrics(report, split, prefix),
+            candidates=dict(predictions),
+        )
+
+    def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        if evaluation is None:
+            return []
+        report = evaluation.report
+        rows = [
+            {"task": task, "level": row["level"], "n": row["n"], "acc": row["acc"], "invalid": row["invalid"]}
+            for task, row in report["per_task"].items()
+        ]
+        overall = {
+            "task": "Avg (macro)",
+            "level": None,
+            "n": report["n"],
+            "acc": report["Avg"],
+            "invalid": report["invalid"],
+        }
+        micro = {
+            "task": "Acc (micro)",
+            "level": None,
+            "n": report["n"],
+            "acc": report["Acc"],
+            "invalid": report["invalid"],
+        }
+        return rows + [
+            overall,
+            micro,
+            {"task": "chance", "level": None, "n": report["n"], "acc": report["chance"], "invalid": 0},
+        ]
+
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+        if not rows:
+            return "(no test scores: was the test split empty?)"
+        lines = [
+            "Held-out test days: multiple-choice accuracy",
+            f"{'task':>30} {'level':>5} {'n':>5} {'accuracy':>8} {'invalid':>7}",
+        ]
+        for r in rows:
+            acc = "n/a" if r["acc"] is None else f"{r['acc']:.3f}"
+            level = "" if r["level"] is None else str(r["level"])
+            lines.append(f"{r['task']:>30} {level:>5} {r['n']:>5} {acc:>8} {r['invalid']:>7}")
+        return "\n".join(lines + objective_line(objective))
+
+    def default_objective(self, data: Mapping[str, Any]) -> str:
+        return "val/qa_avg"
