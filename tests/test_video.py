@@ -241,7 +241,9 @@ def test_cli_reports_the_gap_of_a_cut_video(tmp_path, capsys):
     cut = truncate_at_half(encode_clip(tmp_path / "cut.mp4", "libx264"))
     assert main(["ingest", "video", str(cut), "--participant", "v1", "--start-time", "1700000000",
                  "--out", str(tmp_path / "rec")]) == 0
-    decode = json.loads(capsys.readouterr().out)["decode"]
+    summary = json.loads(capsys.readouterr().out)
+    decode = summary["decode"]
+    assert len(summary["warnings"]) == 1 and "cut_cut.mp4: decoded" in summary["warnings"][0]
     assert decode["expected_frames"] == 40 and 0 < decode["decoded_frames"] < 40
     # Lost time is in the recording's time base, like start and end.
     assert decode["lost"][-1][1] == pytest.approx(1_700_000_004.0)

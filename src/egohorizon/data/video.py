@@ -46,6 +46,10 @@ class DecodeReport:
     decoded_frames: int = 0
     lost: list[list[float]] = field(default_factory=list)
 
+    def loss_message(self, path: Path) -> str:
+        return (f"{path}: decoded {self.decoded_frames} frames (the index lists "
+                f"{self.expected_frames or 'no count'}); lost (s from the first frame): {self.lost}")
+
     def to_meta(self, origin: float = 0.0) -> dict:
         """For recording.json: lost ranges moved into the recording's time base."""
         return {"backend": self.backend, "reason": self.reason, "expected_frames": self.expected_frames,
@@ -249,8 +253,7 @@ def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0, back
     log.info("%s: decoding with PyAV (%s)", path, report.reason)
     yield from _pyav_frames(path, rate_hz, header, report, after_s=last_t)
     if report.lost:
-        log.warning("%s: decoded %d frames (the index lists %s); lost (s from the first frame): %s", path,
-                    report.decoded_frames, report.expected_frames or "no count", report.lost)
+        log.warning("%s", report.loss_message(path))
 
 
 def container_start_time(path: str | os.PathLike) -> float | None:
@@ -301,7 +304,8 @@ def ingest_video(video_path: str | os.PathLike, out_dir: str | os.PathLike, *, p
         first = writer.frames[0]
         recording.meta = {"source": "video", "video": str(video_path), "image_size": [first.width, first.height],
                           "rotated_cw90": False, "time_base": time_base, "rate_hz": rate_hz,
-                          "gaze_file": None, "decode": report.to_meta(origin)}
+                          "gaze_file": None, "decode": report.to_meta(origin),
+                          "warnings": [report.loss_message(video_path)] if report.lost else []}
         return writer.commit(recording, [])
     except BaseException:
         writer.abort()
