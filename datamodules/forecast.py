@@ -314,7 +314,8 @@ class ForecastDataModule(L.LightningDataModule):
             num_workers=self.num_workers,
         )
 
-    def points_by_id(self, name: str) -> dict[str, ForecastPoint]:
+    def eval_items(self, name: str) -> dict[str, ForecastPoint]:
+        """The held-out points of a split by id (what the evaluation callback scores)."""
         return {p.id: p for p in self.prepare_points()[name]}
 
 

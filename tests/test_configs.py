@@ -65,7 +65,7 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
         model.lora["modules_to_save"] == ["embed_tokens", "lm_head"] and model.model is None
     )  # no weights yet
     assert model.optimizer_factory.keywords["lr"] == 2e-3  # finetune/tiny.yaml: a random model learns faster
-    assert {type(c).__name__ for c in callbacks} >= {"AdapterCheckpoint", "ForecastEvalCallback"}
+    assert {type(c).__name__ for c in callbacks} >= {"AdapterCheckpoint", "GenerationEvalCallback"}
     assert trainer.max_epochs == cfg.trainer.max_epochs
 
 

@@ -61,3 +61,21 @@ def test_qa_task_scores_parses_and_flattens_by_hand():
     ]
     text = task.format_summary(rows, {"name": task.default_objective({}), "value": 0.5})
     assert "Event Counting" in text and "0.750" in text and "val/qa_avg = 0.5000" in text
+
+
+def test_prediction_records_carry_the_parsed_answer_or_the_raw_text():
+    items = [_item("q1", "Event Counting", "A"), _item("q2", "Event Counting", "B")]
+    task = get_task("qa")
+    rows = task.prediction_records(
+        items, {"q1": ["**A**"], "q2": ["A or B"]}, {"q1": "A", "q2": None}, "m", "qa", "1", 0
+    )
+    assert rows[0]["answer"] == "A" and "text" not in rows[0]
+    assert rows[1]["text"] == "A or B" and "answer" not in rows[1]  # re-scoring counts it invalid again
+    assert all(r["model"] == "m" and r["prompt_version"] == "1" and r["seed"] == 0 for r in rows)
+
+
+def test_the_evaluation_callback_refuses_an_unknown_task_when_built():
+    from egohorizon.callbacks.generation_eval import GenerationEvalCallback
+
+    with pytest.raises(ValueError, match="unknown 'captions'"):
+        GenerationEvalCallback(task="captions")

@@ -199,10 +199,10 @@ def test(trainer, model, datamodule) -> None:
 
 
 def eval_callback(trainer):
-    from egohorizon.callbacks.forecast_eval import ForecastEvalCallback
+    from egohorizon.callbacks.generation_eval import GenerationEvalCallback
 
     for callback in trainer.callbacks:
-        if isinstance(callback, ForecastEvalCallback):
+        if isinstance(callback, GenerationEvalCallback):
             return callback
     return None
 

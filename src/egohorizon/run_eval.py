@@ -125,15 +125,14 @@ def _warn_on_data_mismatch(trained: dict[str, Any], datamodule) -> None:
 
 
 def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
-    """Generates and scores through Lightning's test loop and ``ForecastEvalCallback``."""
+    """Generates and scores through Lightning's test loop and ``GenerationEvalCallback``."""
     from hydra.utils import instantiate
 
-    from egohorizon.callbacks.forecast_eval import ForecastEvalCallback
+    from egohorizon.callbacks.generation_eval import GenerationEvalCallback
 
-    callback = ForecastEvalCallback(
-        embedder=cfg.embedder,
-        n_random_draws=cfg.n_random_draws,
-        seed=cfg.seed,
+    callback = GenerationEvalCallback(
+        task="forecast",
+        score_options={"embedder": cfg.embedder, "n_random_draws": cfg.n_random_draws, "seed": cfg.seed},
         n_examples=cfg.get("n_examples", 8),
         output_dir=str(out_dir),
     )

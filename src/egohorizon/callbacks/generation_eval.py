@@ -1,10 +1,15 @@
-"""ForecastEvalCallback: on held-out days, generate, parse and score; log, and write what was predicted.
+"""GenerationEvalCallback: on held-out days, generate, parse and score with the run's task; log, and
+write what was predicted.
 
 At the end of validation (val days) and test (test days) each rank generates for its share of the
-points (``ForecastModule.generate_texts``), the raw texts are gathered across ranks here (the metrics
-stay plain functions), rank zero parses and scores them (SPEC §1) with the repeat-last and random
-baselines, and every rank logs the same numbers, so ModelCheckpoint can monitor them on any rank.
-Rank zero also writes predictions (JSONL), the SPEC §6 report and a table of examples.
+items (``pl_module.generate_texts``), the raw texts are gathered across ranks here (the metrics stay
+plain functions), rank zero parses and scores them with the task (``egohorizon.tasks``: forecast,
+qa, ...), and every rank logs the same numbers, so ModelCheckpoint can monitor them on any rank.
+Rank zero also writes predictions (JSONL), the task's report and a table of examples.
+
+What the callback needs: the datamodule's ``eval_items(split)`` (item id -> item) and batches with
+``ids``; the module's ``generate_texts(batch, batch_idx)``, ``generation`` settings, ``prompt`` and
+``backbone.model_id``.
 """
 
 from __future__ import annotations
@@ -17,43 +22,35 @@ from typing import Any
 import lightning as L
 from lightning.pytorch.callbacks import Callback
 
-from egohorizon.tasks.forecast import (
-    Evaluation,
-    candidates_from_texts,
-    evaluate,
-    example_rows,
-    prediction_records,
-)
+from egohorizon.tasks import Evaluation, Task, task_class
 
 log = logging.getLogger(__name__)
 
 
-class ForecastEvalCallback(Callback):
+class GenerationEvalCallback(Callback):
     def __init__(
         self,
-        embedder: str = "minilm",
-        n_random_draws: int = 5,
-        seed: int = 0,
+        task: str = "forecast",
+        score_options: dict[str, Any] | None = None,
         n_examples: int = 8,
         output_dir: str | None = None,
         generate_on_validation: bool = True,
     ):
-        self.embedder_name = embedder
-        self.n_random_draws, self.seed, self.n_examples = n_random_draws, seed, n_examples
+        """``score_options``: the task's scoring settings (forecast: ``embedder``, ``n_random_draws``,
+        ``seed``; qa: ``task_levels``)."""
+        self.task_name = task
+        task_class(task)  # an unknown task fails here, when the config is built, not after training
+        self.score_options = dict(score_options or {})
+        self.n_examples = n_examples
         self.output_dir = Path(output_dir) if output_dir else None
         self.generate_on_validation = generate_on_validation
         self._texts: dict[str, dict[str, list[str]]] = {"val": {}, "test": {}}
-        self._embedder = None
         self.results: dict[str, Evaluation] = {}  # split -> the latest evaluation (rank zero)
         self.metrics: dict[str, dict[str, float]] = {}  # split -> the latest flat metrics (all ranks)
 
-    @property
-    def embedder(self):
-        if self._embedder is None:
-            from egohorizon.metrics.embedders import get_embedder
-
-            self._embedder = get_embedder(self.embedder_name)
-        return self._embedder
+    def task(self, pl_module) -> Task:
+        """The task, set up with the module's generation settings (e.g. how many candidates)."""
+        return task_class(self.task_name).from_generation(pl_module.generation)
 
     # -- collecting ----------------------------------------------------------------------------
 
@@ -82,7 +79,7 @@ class ForecastEvalCallback(Callback):
     def _finish(self, split: str, trainer: L.Trainer, pl_module) -> None:
         local, self._texts[split] = self._texts[split], {}
         texts: dict[str, list[str]] = {}
-        # DistributedSampler may repeat points to even out ranks; ids make the union exact.
+        # DistributedSampler may repeat items to even out ranks; ids make the union exact.
         for part in gather_objects(local):
             texts.update(part)
         metrics = None
@@ -93,53 +90,34 @@ class ForecastEvalCallback(Callback):
         pl_module.log_dict(metrics, sync_dist=False)
 
     def _score(self, split: str, texts: dict[str, list[str]], trainer, pl_module) -> dict[str, float]:
-        points_by_id = trainer.datamodule.points_by_id(split)
-        missing = set(points_by_id) - set(texts)
+        task = self.task(pl_module)
+        items_by_id = trainer.datamodule.eval_items(split)
+        missing = set(items_by_id) - set(texts)
         if missing:
             log.warning(
-                "%s: %d of %d points got no generated text (scored invalid)",
+                "%s: %d of %d items got no generated text (scored invalid)",
                 split,
                 len(missing),
-                len(points_by_id),
+                len(items_by_id),
             )
-        points = list(points_by_id.values())
-        gen = pl_module.generation
-        candidates = {
-            pid: candidates_from_texts(t, gen["mode"], gen["num_candidates"]) for pid, t in texts.items()
-        }
-        evaluation = evaluate(
-            points,
-            candidates,
-            self.embedder,
-            split,
-            self.n_random_draws,
-            self.seed,
-            max_candidates=int(gen["num_candidates"]),
-        )
+        items = list(items_by_id.values())
+        predictions = {pid: task.parse(texts[pid], item) for pid, item in items_by_id.items() if pid in texts}
+        evaluation = task.evaluate(items, predictions, split, **self.score_options)
         self.results[split] = evaluation
-        self._write(split, trainer, pl_module, points, texts, evaluation)
-        self._log_examples(split, trainer, points, evaluation)
-        overall = evaluation.report["overall"]
-        log.info(
-            "%s: S %.4f, S_norm %s, invalid %d/%d (epoch %d)",
-            split,
-            overall["S"] or 0.0,
-            _fmt(overall["S_norm"]),
-            overall["invalid"],
-            overall["n"],
-            trainer.current_epoch,
-        )
+        self._write(split, task, trainer, pl_module, items, texts, evaluation)
+        self._log_examples(split, task, trainer, items, evaluation)
+        log.info("%s: %s (epoch %d)", split, task.headline(evaluation), trainer.current_epoch)
         return evaluation.metrics
 
-    def _write(self, split, trainer, pl_module, points, texts, evaluation: Evaluation) -> None:
+    def _write(self, split, task: Task, trainer, pl_module, items, texts, evaluation: Evaluation) -> None:
         if self.output_dir is None:
             return
         from egohorizon.schema import write_jsonl
 
         prompt = pl_module.prompt
         tag = split if split == "test" else f"{split}_epoch{trainer.current_epoch:03d}"
-        rows = prediction_records(
-            points,
+        rows = task.prediction_records(
+            items,
             texts,
             evaluation.candidates,
             pl_module.backbone.model_id,
@@ -150,6 +128,7 @@ class ForecastEvalCallback(Callback):
         write_jsonl(self.output_dir / "predictions" / f"{tag}.jsonl", rows)
         report = {
             **evaluation.report,
+            "task": task.name,
             "baselines": evaluation.baselines,
             "metrics": evaluation.metrics,
             "model": pl_module.backbone.model_id,
@@ -162,11 +141,11 @@ class ForecastEvalCallback(Callback):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=2, default=str))
 
-    def _log_examples(self, split: str, trainer, points, evaluation: Evaluation) -> None:
-        columns, rows = example_rows(points, evaluation, self.n_examples)
+    def _log_examples(self, split: str, task: Task, trainer, items, evaluation: Evaluation) -> None:
+        columns, rows = task.example_rows(items, evaluation, self.n_examples)
         if not rows:
             return
-        key = f"{split}/forecast_examples"
+        key = f"{split}/{task.name}_examples"
         for logger in trainer.loggers:
             if hasattr(logger, "log_table"):  # W&B
                 logger.log_table(key=key, columns=columns, data=rows)
@@ -195,7 +174,3 @@ def _markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.4f}"

@@ -15,14 +15,19 @@ TASKS = {
 }
 
 
-def get_task(name: str, **options: Any) -> Task:
-    """The task called ``name``, built with ``options`` (e.g. the forecast task's ``num_candidates``)."""
+def task_class(name: str) -> type[Task]:
+    """The class of the task called ``name``."""
     import importlib
 
     if name not in TASKS:
         raise ValueError(f"task: unknown {name!r}; known tasks: {', '.join(sorted(TASKS))}")
     module, _, cls = TASKS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)(**options)
+    return getattr(importlib.import_module(module), cls)
 
 
-__all__ = ["TASKS", "Evaluation", "Task", "get_task"]
+def get_task(name: str, **options: Any) -> Task:
+    """The task called ``name``, built with ``options`` (e.g. the forecast task's ``num_candidates``)."""
+    return task_class(name)(**options)
+
+
+__all__ = ["TASKS", "Evaluation", "Task", "get_task", "task_class"]

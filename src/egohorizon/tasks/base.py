@@ -29,6 +29,12 @@ class Task(ABC):
 
     name: str
 
+    @classmethod
+    def from_generation(cls, generation: Mapping[str, Any]) -> Task:
+        """The task set up for a model's generation settings (a task that parses several sampled
+        outputs needs to know how many were asked for); by default it needs none."""
+        return cls()
+
     @abstractmethod
     def parse(self, texts: Sequence[str], item: Any = None) -> Any:
         """The prediction in one item's raw outputs, or None when nothing parses (never a guess)."""
@@ -50,6 +56,49 @@ class Task(ABC):
     @abstractmethod
     def default_objective(self, data: Mapping[str, Any]) -> str:
         """The validation metric that ranks checkpoints by default, given the data settings."""
+
+    @abstractmethod
+    def headline(self, evaluation: Evaluation) -> str:
+        """One log line: the split's main figures."""
+
+    def prediction_records(
+        self,
+        items: Sequence[Any],
+        texts: Mapping[str, Sequence[str]],
+        predictions: Mapping[str, Any],
+        model_id: str,
+        prompt_name: str,
+        prompt_version: str,
+        seed: int | None,
+    ) -> list[dict[str, Any]]:
+        """One JSONL row per item: the parsed ``prediction``, or the raw ``text`` when nothing parsed
+        (so re-scoring counts it invalid again), the raw texts, model, prompt and seed."""
+        rows = []
+        for item in items:
+            raw = list(texts.get(item.id, []))
+            row: dict[str, Any] = {"id": item.id}
+            if predictions.get(item.id) is not None:
+                row[self.prediction_field] = predictions[item.id]
+            else:
+                row["text"] = raw[0] if raw else ""
+            row.update(
+                raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed
+            )
+            rows.append(row)
+        return rows
+
+    prediction_field = "prediction"
+
+    def example_rows(
+        self, items: Sequence[Any], evaluation: Evaluation, n: int
+    ) -> tuple[list[str], list[list[Any]]]:
+        """``n`` examples spread evenly over the items (sorted by id): id and what was predicted."""
+        columns = ["id", self.prediction_field]
+        ordered = sorted(items, key=lambda item: item.id)
+        if n <= 0 or not ordered:
+            return columns, []
+        step = max(1, len(ordered) // n)
+        return columns, [[item.id, evaluation.candidates.get(item.id)] for item in ordered[::step][:n]]
 
 
 def objective_line(objective: Mapping[str, Any] | None) -> list[str]:

@@ -8,6 +8,7 @@ baselines) and ``egohorizon compare``, so all report exactly the same figures. T
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -223,11 +224,16 @@ class ForecastTask(Task):
     """NextMe-800 forecasting: best-of-N soft edit distance, normalised against random (SPEC §1)."""
 
     name = "forecast"
+    prediction_field = "candidates"
 
     def __init__(self, mode: str = "sequences", num_candidates: int = 3):
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         self.mode, self.num_candidates = mode, num_candidates
+
+    @classmethod
+    def from_generation(cls, generation: Mapping[str, Any]) -> ForecastTask:
+        return cls(mode=generation["mode"], num_candidates=int(generation["num_candidates"]))
 
     def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
         return candidates_from_texts(texts, self.mode, self.num_candidates)
@@ -237,13 +243,14 @@ class ForecastTask(Task):
         items: Sequence[ForecastPoint],
         predictions: Mapping[str, list[list[str]] | None],
         split: str,
-        embedder=None,
+        embedder="minilm",
         n_random_draws: int = 5,
         seed: int = 0,
         prefix: str = "forecast",
     ) -> Evaluation:
-        if embedder is None:
-            raise ValueError("the forecast task scores with an embedder (egohorizon.metrics.embedders)")
+        """``embedder``: an ``egohorizon.metrics.embedders`` embedder or its name (loaded once)."""
+        if isinstance(embedder, str):
+            embedder = _named_embedder(embedder)
         return evaluate(
             items, predictions, embedder, split, n_random_draws, seed, prefix, self.num_candidates
         )
@@ -254,8 +261,27 @@ class ForecastTask(Task):
     def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
         return format_summary(rows, objective)
 
+    def headline(self, evaluation: Evaluation) -> str:
+        overall = evaluation.report["overall"]
+        s_norm = "n/a" if overall["S_norm"] is None else f"{overall['S_norm']:.4f}"
+        return f"S {overall['S'] or 0.0:.4f}, S_norm {s_norm}, invalid {overall['invalid']}/{overall['n']}"
+
+    def prediction_records(self, items, texts, predictions, model_id, prompt_name, prompt_version, seed):
+        return prediction_records(items, texts, predictions, model_id, prompt_name, prompt_version, seed)
+
+    def example_rows(self, items, evaluation: Evaluation, n: int):
+        return example_rows(items, evaluation, n)
+
     def default_objective(self, data: Mapping[str, Any]) -> str:
         levels, ks = list(data.get("levels") or []), list(data.get("ks") or [])
         if not levels or not ks:
             raise ValueError("the forecast objective needs data.levels and data.ks")
         return f"val/forecast_S_norm_L{levels[0]}_K{ks[0]}"
+
+
+@functools.lru_cache(maxsize=4)
+def _named_embedder(name: str):
+    """Embedders by name, loaded once per process (MiniLM takes a second to load)."""
+    from egohorizon.metrics.embedders import get_embedder
+
+    return get_embedder(name)

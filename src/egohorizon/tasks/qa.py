@@ -36,6 +36,7 @@ class QATask(Task):
     """Multiple-choice QA: one letter per item; an ambiguous or unparseable answer is invalid."""
 
     name = "qa"
+    prediction_field = "answer"  # SPEC §6: {"id", "answer"} or {"id", "text"}
 
     def parse(self, texts: Sequence[str], item: QAItem | None = None) -> str | None:
         from egohorizon.metrics.qa import extract_answer
@@ -105,3 +106,13 @@ class QATask(Task):
 
     def default_objective(self, data: Mapping[str, Any]) -> str:
         return "val/qa_avg"
+
+    def headline(self, evaluation: Evaluation) -> str:
+        report = evaluation.report
+
+        def pct(value):
+            return "n/a" if value is None else f"{value:.1%}"
+
+        return (
+            f"Avg {pct(report['Avg'])}, Acc {pct(report['Acc'])}, invalid {report['invalid']}/{report['n']}"
+        )
