@@ -37,3 +37,14 @@ def test_h10():
 def test_score_candidates():
     scores = score_candidates([["a", "b"]], [[["a", "b"], ["a"], ["c", "d"]]], ExactEmbedder())
     assert scores == [[1.0, 0.5, 0.0]]
+
+
+def test_annotator_agreement_leave_one_out_by_hand():
+    from egohorizon.metrics.diagnostics import annotator_agreement, histogram10
+
+    # Item 1: annotators A [1,2,3], B [1,3,2]. A vs B's ranks: (0>1) right, (0>2) right, (1>2) B says
+    # 2 closer than 1 -> wrong. B vs A: (0>2) right, (0>1) right, (2>1) wrong. 4 of 6.
+    # Item 2 has one annotator: nobody to agree with, skipped.
+    result = annotator_agreement([[[1, 2, 3], [1, 3, 2]], [[1, 2]]])
+    assert result == {"accuracy": pytest.approx(4 / 6), "right": 4, "pairs": 6, "items": 1}
+    assert histogram10([0.0, 0.05, 0.5, 1.0, 0.95]) == [2, 0, 0, 0, 0, 1, 0, 0, 0, 2]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import time
@@ -304,7 +305,10 @@ def test_gold_folder_and_unwritable_out_are_clear_errors(capsys, tmp_path):
     blocker.write_text("")
     code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", blocker / "sub" / "r.json")
     assert code == 2 and out == ""
-    assert f"--out {blocker / 'sub' / 'r.json'}: cannot write the report: {blocker} is a file, not a folder" in err
+    assert (
+        f"--out {blocker / 'sub' / 'r.json'}: cannot write the report: {blocker} is a file, not a folder"
+        in err
+    )
     if Path("/proc/self").is_dir():  # not writable even for root: the check writes, it does not guess
         code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", "/proc/self/x/r.json")
         assert code == 2 and out == "" and "--out /proc/self/x/r.json: cannot write the report (" in err
@@ -339,3 +343,58 @@ def test_null_qa_text_is_counted_invalid_once(capsys, tmp_path):
     assert code == 0 and err == ""
     # m1 null text: invalid; m3-m5 missing: invalid; m2 right
     assert report["invalid"] == 4 and report["Acc"] == pytest.approx(1 / 5)
+
+
+def test_score_agreement_reports_pairwise_accuracy_h10_and_a_histogram(tmp_path, capsys):
+    """Exact embedder, by hand: candidate scores against reference [a, b] are 1.0 ([a, b]), 0.5 ([a])
+    and 0.0 ([c, d]). Annotator 1 ranks them 1, 2, 3 (all 3 pairs right); annotator 2 ties the first
+    two and puts [c, d] first (pair (2>0) and (2>1) wrong, (0,1) skipped): 3 of 5."""
+    import json
+
+    from egohorizon.cli import main
+
+    gold = tmp_path / "ranked.jsonl"
+    item = {
+        "id": "r1",
+        "reference": ["a", "b"],
+        "candidates": [["a", "b"], ["a"], ["c", "d"]],
+        "rankings": [[1, 2, 3], [2, 2, 1]],
+    }
+    gold.write_text(json.dumps(item) + "\n")
+    out, plot = tmp_path / "agreement.json", tmp_path / "hist.png"
+    code = main(
+        [
+            "score",
+            "agreement",
+            "--gold",
+            str(gold),
+            "--embedder",
+            "exact",
+            "--out",
+            str(out),
+            "--plot",
+            str(plot),
+        ]
+    )
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["pairwise_accuracy"] == {"accuracy": pytest.approx(3 / 5), "right": 3, "pairs": 5}
+    assert report["per_item"][0]["scores"] == [1.0, 0.5, 0.0]
+    assert report["histogram"] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 1]
+    assert report["h10"] == pytest.approx(math.log(3) / math.log(10))
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert "pairwise accuracy   0.6000" in capsys.readouterr().out
+
+
+def test_score_agreement_names_a_ranking_of_the_wrong_length(tmp_path, capsys):
+    import json
+
+    from egohorizon.cli import main
+
+    gold = tmp_path / "ranked.jsonl"
+    item = {"id": "r1", "reference": ["a"], "candidates": [["a"], ["b"]], "rankings": [[1, 2, 3]]}
+    gold.write_text(json.dumps(item) + "\n")
+    assert main(["score", "agreement", "--gold", str(gold), "--embedder", "exact"]) == 2
+    err = capsys.readouterr().err
+    assert f"{gold}:1: field 'rankings': annotator 0: 3 ranks for 2 candidates" in err
+    assert "Traceback" not in err

@@ -449,6 +449,42 @@ class ForecastPrediction(Record):
 
 
 @dataclass
+class RankedCandidates(Record):
+    """Human rankings of candidate action sequences against a reference (metric validation, SPEC §1).
+
+    ``rankings[a][c]``: annotator a's rank of candidate c (1 = closest to the reference; equal ranks
+    are ties), one list per annotator, each as long as ``candidates``.
+    """
+
+    FIELDS: ClassVar = {
+        "id": (nonempty_text, True),
+        "reference": (list_of(text, "action strings"), True),
+        "candidates": (list_of(candidate, "candidate trajectories"), True),
+        "rankings": (list_of(list_of(number, "ranks"), "one list of ranks per annotator"), True),
+    }
+    id: str = ""
+    reference: list[str] = field(default_factory=list)
+    candidates: list[list[str]] = field(default_factory=list)
+    rankings: list[list[float]] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _cross_checks(cls, values: dict[str, Any]) -> list[tuple[str, str]]:
+        if "candidates" not in values or "rankings" not in values:
+            return []
+        n = len(values["candidates"])
+        problems = []
+        if n < 2:
+            problems.append(("candidates", f"expected at least 2 candidates to rank, got {n}"))
+        if not values["rankings"]:
+            problems.append(("rankings", "expected at least one annotator's ranking"))
+        for a, ranks in enumerate(values["rankings"]):
+            if len(ranks) != n:
+                problems.append(("rankings", f"annotator {a}: {len(ranks)} ranks for {n} candidates"))
+        return problems
+
+
+@dataclass
 class Evidence(Record):
     """Where a QA answer can be seen: a video/session and a time range."""
 
@@ -620,6 +656,7 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "segment": Segment,
     "hand_box": HandBox,
     "box_prediction": BoxPrediction,
+    "ranked_candidates": RankedCandidates,
 }
 
 
@@ -750,6 +787,8 @@ def detect_record_type(path: str | os.PathLike) -> type[Record] | None:
             keys = set(obj)
             if {"context", "targets"} <= keys:
                 return ForecastPoint
+            if {"reference", "rankings"} <= keys:
+                return RankedCandidates
             if "candidates" in keys:
                 return ForecastPrediction
             if {"question", "options"} <= keys:

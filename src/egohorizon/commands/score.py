@@ -1,4 +1,5 @@
-"""``egohorizon score forecast|qa|segments|boxes --gold G --pred P [options] [--out report.json]``.
+"""``egohorizon score forecast|qa|segments|boxes --gold G --pred P [options] [--out report.json]``, and
+``egohorizon score agreement --gold RANKED`` (a metric checked against human rankings).
 
 Reads JSON Lines files (SPEC §6), prints a readable table (every figure with its count) and writes
 the full report as JSON. Only argparse is imported here; the metrics load inside the handlers.
@@ -91,6 +92,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     boxes.set_defaults(handler=run_boxes)
 
+    agreement = tasks.add_parser(
+        "agreement",
+        help="validate a forecast metric on human rankings: pairwise accuracy, H10, score histogram",
+        description="The NextMe-800 metric-validation table for one embedder: pairwise accuracy against "
+        "human rankings of candidates (ties allowed), the annotators' own leave-one-out agreement, "
+        "H10 (spread of the scores) and a histogram PNG. --gold: JSON Lines of "
+        '{"id", "reference": [actions], "candidates": [[actions], ...], "rankings": [[rank per '
+        "candidate], one list per annotator]} (rank 1 = closest).",
+    )
+    agreement.add_argument("--gold", required=True, help="ranked candidates .jsonl file")
+    agreement.add_argument(
+        "--embedder",
+        default="minilm",
+        help="minilm (default) | exact (normalised Levenshtein) | qwen3-embedding-8b | hub id or local path",
+    )
+    agreement.add_argument("--embed-prompt", default=None, help="instruction prepended to every text")
+    agreement.add_argument("--embed-model", default=None, help="local path of a named embedder's weights")
+    agreement.add_argument("--out", default=None, help="write the report as JSON here")
+    agreement.add_argument("--plot", default=None, help="write the score histogram as a PNG here")
+    agreement.set_defaults(handler=run_agreement)
+
 
 def _task(tasks, name: str, help_text: str) -> argparse.ArgumentParser:
     parser = tasks.add_parser(name, help=help_text, description=help_text + ".")
@@ -167,17 +189,26 @@ def _reconcile(gold_ids, pred_ids, args) -> dict:
 
 
 def _finish(report: dict, text: str, args) -> int:
+    import sys
+
+    from egohorizon.metrics.report import format_inputs
+
+    sys.stdout.write(format_inputs(report["inputs"]) + "\n" + text)
+    _write_report(report, args.out)
+    return 0
+
+
+def _write_report(report: dict, out: str | None) -> None:
+    """Writes the report atomically (a temporary file, then a rename) and says where."""
     import json
     import os
     import sys
     from pathlib import Path
 
     from egohorizon.errors import ConfigError
-    from egohorizon.metrics.report import format_inputs
 
-    sys.stdout.write(format_inputs(report["inputs"]) + "\n" + text)
-    if args.out:
-        path = Path(args.out)
+    if out:
+        path = Path(out)
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +218,6 @@ def _finish(report: dict, text: str, args) -> int:
             tmp.unlink(missing_ok=True)
             raise ConfigError(f"--out {path}: cannot write the report ({error.strerror or error})") from error
         sys.stdout.write(f"report written to {path}\n")
-    return 0
 
 
 # ------------------------------------------------------------------------------------ tasks
@@ -404,3 +434,87 @@ def _check_gold_box_grids(path: str) -> None:
             )
     if defects:
         raise RecordError(sorted(defects, key=lambda d: d.line))
+
+
+def run_agreement(args: argparse.Namespace) -> int:
+    """Scores every candidate against its reference with the chosen embedder (the soft edit score of
+    SPEC §1) and checks the scores against the human rankings."""
+    import sys
+
+    from egohorizon.metrics.diagnostics import (
+        annotator_agreement,
+        h10,
+        histogram10,
+        pairwise_accuracy,
+        score_candidates,
+    )
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.schema import RankedCandidates
+
+    _check_out(args.plot)
+    items = _load_gold(args, RankedCandidates)
+    embedder = get_embedder(args.embedder, prompt=args.embed_prompt, model=args.embed_model)
+    scores = score_candidates([i.reference for i in items], [i.candidates for i in items], embedder)
+    rankings = [i.rankings for i in items]
+    flat = [score for item_scores in scores for score in item_scores]
+    report = {
+        "gold": args.gold,
+        "embedder": embedder.name,
+        "n_items": len(items),
+        "n_candidates": len(flat),
+        "n_annotators": max(len(r) for r in rankings),
+        "pairwise_accuracy": pairwise_accuracy(scores, rankings),
+        "annotator_agreement": annotator_agreement(rankings),
+        "h10": h10(flat),
+        "histogram": histogram10(flat),
+        "endpoint_share": sum(s <= 0.0 or s >= 1.0 for s in flat) / len(flat),
+        "per_item": [{"id": i.id, "scores": s} for i, s in zip(items, scores)],
+    }
+    sys.stdout.write(_format_agreement(report))
+    if args.plot:
+        _plot_histogram(report, args.plot)
+        sys.stdout.write(f"histogram written to {args.plot}\n")
+    _write_report(report, args.out)
+    return 0
+
+
+def _format_agreement(report: dict) -> str:
+    def fmt(value):
+        return "n/a" if value is None else f"{value:.4f}"
+
+    pairwise, people = report["pairwise_accuracy"], report["annotator_agreement"]
+    return (
+        f"gold: {report['gold']} ({report['n_items']} items, {report['n_candidates']} candidates, "
+        f"up to {report['n_annotators']} annotators)\n"
+        f"metric: soft edit score with embedder {report['embedder']}\n"
+        f"  pairwise accuracy   {fmt(pairwise['accuracy'])}  ({pairwise['right']} of {pairwise['pairs']} "
+        "strictly ordered pairs)\n"
+        f"  annotators (LOO)    {fmt(people['accuracy'])}  ({people['right']} of {people['pairs']} pairs, "
+        f"{people['items']} items with 2+ annotators)\n"
+        f"  H10                 {fmt(report['h10'])}  (1 = scores spread evenly over [0, 1])\n"
+        f"  scores at 0 or 1    {report['endpoint_share']:.1%}\n"
+        f"  histogram (10 bins) {report['histogram']}\n"
+    )
+
+
+def _plot_histogram(report: dict, path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import matplotlib.ticker
+
+    figure, axis = plt.subplots(figsize=(6, 3.5))
+    axis.bar([i / 10 + 0.05 for i in range(10)], report["histogram"], width=0.095, color="#4c72b0")
+    axis.set_xlim(0, 1)
+    axis.set_xlabel("soft edit score S (0 = nothing in common, 1 = the same actions)")
+    axis.set_ylabel("candidates")
+    axis.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # counts, not fractions
+    h = report["h10"]
+    axis.set_title(
+        f"{report['embedder']}: H10 = {'n/a' if h is None else f'{h:.3f}'}, "
+        f"pairwise accuracy = {report['pairwise_accuracy']['accuracy'] or 0:.3f}"
+    )
+    figure.tight_layout()
+    figure.savefig(path, dpi=120)
+    plt.close(figure)

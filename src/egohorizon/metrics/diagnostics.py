@@ -6,6 +6,8 @@
   on a strictly ordered pair is wrong.
 - ``h10``: the normalised entropy of the scores' histogram over 10 equal-width bins of [0, 1]
   (1.0 falls into the last bin): 1 when scores spread evenly, 0 when they all share one bin.
+- ``annotator_agreement``: the same pairwise accuracy for each annotator against the mean rank of
+  the others (leave one out): the human ceiling a metric's accuracy is read against.
 - ``score_candidates``: the soft edit score of each candidate against its reference, the scores
   these diagnostics take.
 """
@@ -58,6 +60,32 @@ def h10(scores: Sequence[float]) -> float | None:
     frequencies = np.bincount(bins, minlength=10) / values.size
     nonzero = frequencies[frequencies > 0]
     return float(-(nonzero * np.log(nonzero)).sum() / math.log(10))
+
+
+def annotator_agreement(rankings: Sequence[Sequence[Sequence[float]]]) -> dict:
+    """Leave-one-out agreement between annotators: each annotator's strict preferences judged against
+    the others' mean rank (lower rank = closer, so the score is the negated mean rank), pooled over
+    annotators and items. Items with a single annotator have no one to agree with and are skipped.
+    Returns ``{"accuracy", "right", "pairs", "items"}``."""
+    right = pairs = items = 0
+    for item_rankings in rankings:
+        if len(item_rankings) < 2:
+            continue
+        items += 1
+        for held_out in range(len(item_rankings)):
+            others = [r for a, r in enumerate(item_rankings) if a != held_out]
+            consensus = [-float(np.mean([r[c] for r in others])) for c in range(len(item_rankings[held_out]))]
+            result = pairwise_accuracy([consensus], [[item_rankings[held_out]]])
+            right += result["right"]
+            pairs += result["pairs"]
+    return {"accuracy": right / pairs if pairs else None, "right": right, "pairs": pairs, "items": items}
+
+
+def histogram10(scores: Sequence[float]) -> list[int]:
+    """Counts of the scores in the 10 equal-width bins of [0, 1] that ``h10`` uses."""
+    values = np.asarray(scores, dtype=np.float64)
+    bins = np.minimum((values * 10).astype(int), 9)
+    return np.bincount(bins, minlength=10).astype(int).tolist()
 
 
 def score_candidates(
