@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -11,12 +12,14 @@ from egohorizon.compare import (
     REPEAT_LAST,
     CompareEntry,
     checkpoint_labels,
+    comparison_figure,
     comparison_rows,
+    page_title,
     plot_comparison,
     write_html,
     write_json,
 )
-from egohorizon.errors import DataError
+from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import ForecastPoint
 
 ACTIONS = ["make coffee", "read mail", "wash dishes", "walk dog", "cook lunch", "call mum"]
@@ -30,8 +33,8 @@ def point(i: int, k: int, targets: list[str]) -> ForecastPoint:
 
 @pytest.fixture(scope="module")
 def entries():
-    from egohorizon.callbacks.forecast_scoring import evaluate
     from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.tasks.forecast import evaluate
 
     points = [point(0, 1, ["make coffee"]), point(1, 1, ["read mail"]),
               point(2, 2, ["wash dishes", "walk dog"]), point(3, 2, ["cook lunch", "call mum"])]
@@ -80,9 +83,91 @@ def test_files_plots_and_page(entries, tmp_path):
     assert all(p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" for p in plots)
     page = write_html(rows, plots, tmp_path, "Compare").read_text()
     assert '<img src="S_norm.png"' in page and "run-b/last" in page and "How to read this" in page
+    # The page explains S_norm itself: its reader has no SPEC.md.
+    assert "SPEC" not in page and "S_norm = (S &minus; S_rand) / (1 &minus; S_rand)" in page
     data = json.loads(write_json(entries, rows, tmp_path).read_text())
     assert [c["label"] for c in data["checkpoints"]] == ["run-a/last", "run-b/last"]
     assert len(data["rows"]) == len(rows)
+
+
+def test_page_title_counts_checkpoints_in_english():
+    assert page_title(1) == "Checkpoint comparison (1 checkpoint)"
+    assert page_title(3) == "Checkpoint comparison (3 checkpoints)"
+
+
+def test_random_line_is_drawn_inside_the_s_norm_panels(entries):
+    import matplotlib.pyplot as plt
+
+    # Every S_norm >= 0: autoscaling used to put the axis exactly on 0, hiding the dashed random line.
+    rows = [r for r in comparison_rows(entries) if r["checkpoint"] in ("run-a/last", RANDOM)]
+    assert all(r["S_norm"] >= 0 for r in rows)
+    fig = comparison_figure(rows, "S_norm")
+    try:
+        for ax in fig.axes:
+            low, high = ax.get_ylim()
+            assert low < 0 < high and -low / (high - low) > 0.03, (low, high)
+            [line] = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+            assert list(line.get_ydata()) == [0.0, 0.0]
+            assert line.get_zorder() > ax.spines["bottom"].get_zorder()
+    finally:
+        plt.close(fig)
+
+
+# Names Lightning writes (best, last, the SLURM requeue's hpc_ckpt_N) and names users give folders.
+CHECKPOINT_NAMES = ["epoch=003-step=1000", "last", "hpc_ckpt_1", "my run, v2 [it's \"best\"] ${oc.env:HOME}"]
+
+
+def fake_run(folder, names):
+    """A run folder whose checkpoints/ holds an adapter folder per name; the first is the best."""
+    checkpoints = folder / "checkpoints"
+    for name in names:
+        (checkpoints / f"{name}.adapter").mkdir(parents=True)
+        (checkpoints / f"{name}.adapter" / "adapter_config.json").write_text("{}")
+    (folder / "metrics.json").write_text(json.dumps({"best_checkpoint": str(checkpoints / f"{names[0]}.ckpt")}))
+    return folder
+
+
+@pytest.fixture()
+def eval_stubs(entries, monkeypatch):
+    """evaluate_checkpoints with the config composed for real, and the model and data stubbed: records
+    what the evaluation read from the config."""
+    from egohorizon import run, run_eval
+
+    seen = []
+
+    def build_model(cfg, datamodule):
+        seen.append({"adapter": run_eval.resolve_adapter(cfg.ckpt), "points": cfg.points,
+                     "run_dir": cfg.paths.run_dir})
+
+    monkeypatch.setattr(run, "setup_run", lambda cfg: Path(cfg.paths.run_dir).mkdir(parents=True))
+    monkeypatch.setattr(run_eval, "build_eval_datamodule", lambda cfg: None)
+    monkeypatch.setattr(run_eval, "build_eval_model", build_model)
+    monkeypatch.setattr(run_eval, "evaluate_predictors", lambda *args: {"reports": {"model": entries[0].report}})
+    return seen
+
+
+def test_checkpoint_and_points_names_reach_eval_unchanged(eval_stubs, tmp_path):
+    from egohorizon.compare_eval import evaluate_checkpoints
+
+    run = fake_run(tmp_path / "runs" / "2024-05-01 [a,b] 'q' \"dq\" =x", CHECKPOINT_NAMES)
+    points = tmp_path / "points, [held out] k=1 'v2'.jsonl"
+    points.write_text("")
+    checkpoints = run / "checkpoints"
+    targets = [str(run)] + [str(checkpoints / f"{name}.ckpt") for name in CHECKPOINT_NAMES[1:]]
+    result = evaluate_checkpoints(targets, points, tmp_path / "out")
+    assert [s["adapter"] for s in eval_stubs] == [checkpoints / f"{name}.adapter" for name in CHECKPOINT_NAMES]
+    assert all(s["points"] == str(points) for s in eval_stubs)
+    assert [e.path for e in result] == [str(checkpoints / f"{name}.adapter") for name in CHECKPOINT_NAMES]
+    assert [e.global_step for e in result] == [1000, None, None, None]
+    assert len({s["run_dir"] for s in eval_stubs}) == 4  # each checkpoint evaluated into its own folder
+
+
+def test_a_malformed_set_override_is_named_not_a_traceback(eval_stubs, tmp_path):
+    from egohorizon.compare_eval import evaluate_checkpoints
+
+    run = fake_run(tmp_path / "run", ["last"])
+    with pytest.raises(ConfigError, match=r"--set data.n_context=\[4: not valid eval.yaml overrides"):
+        evaluate_checkpoints([str(run)], tmp_path / "points.jsonl", tmp_path / "out", ["data.n_context=[4"])
 
 
 def test_labels_are_short_and_unique():
@@ -104,28 +189,38 @@ def test_wandb_offline_run_holds_table_and_plots(entries, tmp_path):
     assert str(tmp_path / "wandb") in run_dir
 
 
-@pytest.mark.slow
-def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root):
-    import shutil
-
+@pytest.fixture(scope="module")
+def toy_run(tmp_path_factory, repo_root):
+    """A forecast_l3 run trained for 4 steps on the toy world, and the overrides that built it."""
     from forecast_toy_world import write_toy_events
     from hydra import compose, initialize_config_dir
 
-    from egohorizon.cli import main
     from egohorizon.run import train
-    from egohorizon.run_eval import evaluate_run
 
-    events = write_toy_events(tmp_path)
+    folder = tmp_path_factory.mktemp("toy")
+    events = write_toy_events(folder)
     common = ["data=forecast_events", f"data.events={events}", "data.n_context=4", "data.max_train_points=12",
               "data.max_eval_points=3", "data.batch_size=4", "backbone.hidden_size=32", "backbone.intermediate_size=64",
               "backbone.num_layers=1", "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
-              f"backbone.cache_dir={tmp_path}/cache", "trainer.enable_progress_bar=false",
+              f"backbone.cache_dir={folder}/cache", "trainer.enable_progress_bar=false",
               "model.generation.max_new_tokens=6", "model.generation.max_new_tokens_per_action=2"]
     with initialize_config_dir(config_dir=str(repo_root / "conf"), version_base="1.3"):
-        train(compose("train", overrides=["experiment=forecast_l3", *common, f"paths.run_dir={tmp_path}/run",
+        train(compose("train", overrides=["experiment=forecast_l3", *common, f"paths.run_dir={folder}/run",
                                           "trainer.max_steps=4", "test_after_fit=false", "logger=csv",
                                           "model.optimizer.lr=1e-2"]))
-    run = tmp_path / "run"
+    return folder / "run", common
+
+
+@pytest.mark.slow
+def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root, toy_run):
+    import shutil
+
+    from hydra import compose, initialize_config_dir
+
+    from egohorizon.cli import main
+    from egohorizon.run_eval import evaluate_run
+
+    run, common = toy_run
     # A second "checkpoint": the same weights without an adapter folder, as a DeepSpeed run leaves it.
     bare = tmp_path / "bare" / "checkpoints"
     bare.mkdir(parents=True)
@@ -151,3 +246,32 @@ def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root):
                                          f"paths.run_dir={tmp_path}/eval"])
     result = evaluate_run(cfg)
     assert result["reports"]["model"]["overall"]["S"] == pytest.approx(overall["run"]["S"])
+
+
+@pytest.mark.slow
+def test_compare_command_on_a_run_whose_best_checkpoint_has_lightnings_name(tmp_path, toy_run):
+    """``egohorizon compare RUN`` evaluates the run's best checkpoint, ``epoch=000-step=4`` as Lightning
+    names it, in a folder and with a points file whose names hold spaces, quotes, commas and brackets."""
+    import shutil
+
+    from egohorizon.cli import main
+
+    trained, _ = toy_run
+    run = tmp_path / "runs" / "2024-05-01 [lr=1e-2, 'a'] \"b\""
+    shutil.copytree(trained, run)
+    best = run / "checkpoints" / "epoch=000-step=4"
+    (run / "checkpoints" / "last.ckpt").rename(best.with_suffix(".ckpt"))
+    (run / "checkpoints" / "last.adapter").rename(best.with_suffix(".adapter"))
+    metrics = json.loads((run / "metrics.json").read_text())
+    (run / "metrics.json").write_text(json.dumps({**metrics, "best_checkpoint": str(best.with_suffix(".ckpt"))}))
+    points = tmp_path / "held out, [days 5-6] 'v2'.jsonl"
+    shutil.copy(run / "points" / "points_test.jsonl", points)
+
+    out = tmp_path / "compare, [1]"
+    assert main(["compare", str(run), "--points", str(points), "--out", str(out), "--set", "embedder=exact",
+                 "--set", "trainer.enable_progress_bar=false", "--no-wandb"]) == 0
+    data = json.loads((out / "comparison.json").read_text())
+    assert data["checkpoints"] == [{"label": run.name, "path": str(best.with_suffix(".adapter")), "global_step": 4}]
+    assert data["points"] == str(points) and data["n_points"] == len(points.read_text().splitlines())
+    page = (out / "index.html").read_text()
+    assert "<title>Checkpoint comparison (1 checkpoint)</title>" in page

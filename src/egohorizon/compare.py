@@ -1,7 +1,7 @@
 """Side-by-side comparison of several checkpoints scored on the same held-out points.
 
 Input: one scored evaluation per checkpoint (the SPEC §6 forecast report and its repeat-last baseline,
-as ``egohorizon.callbacks.forecast_scoring.evaluate`` returns them). Output: a table with one row per
+as ``egohorizon.tasks.forecast.evaluate`` returns them). Output: a table with one row per
 checkpoint and (source, level, K) group plus the baselines (repeat-last-K, random), PNG plots of S_norm
 and S per level and K, a JSON file, an HTML page, and optionally one W&B run holding the same.
 
@@ -102,36 +102,44 @@ def checkpoint_labels(paths: Sequence[str | Path]) -> list[str]:
 # -- plots -------------------------------------------------------------------------------------------
 
 def plot_comparison(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """``S_norm.png`` and ``S.png``: per level one panel, K on the x axis, one bar per checkpoint and
-    baseline. Returns the files written."""
-    import matplotlib
-
-    matplotlib.use("Agg")  # files only; no display on a cluster node
+    """``S_norm.png`` and ``S.png`` (see ``comparison_figure``). Returns the files written."""
     import matplotlib.pyplot as plt
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    group_rows = [r for r in rows if r["level"] != "all"]
-    if not group_rows:
-        raise DataError("compare: the reports hold no (level, K) groups to plot")
     written = []
     for metric in ("S_norm", "S"):
-        series = [c for c in dict.fromkeys(r["checkpoint"] for r in group_rows)
-                  if not (metric == "S_norm" and c == RANDOM)]  # random's S_norm is 0: drawn as a line
-        panels = sorted({(r["source"], r["level"]) for r in group_rows}, key=str)
-        fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1, 3.8), squeeze=False)
-        for ax, (source, level) in zip(axes[0], panels):
-            _bar_panel(ax, [r for r in group_rows if (r["source"], r["level"]) == (source, level)], series, metric)
-            ax.set_title(f"level {level}" + (f" ({source})" if len({p[0] for p in panels}) > 1 else ""))
-        axes[0][0].set_ylabel(metric + (" (0 = chance, 1 = perfect)" if metric == "S_norm" else " (raw)"))
-        handles, labels = axes[0][0].get_legend_handles_labels()
-        fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-        fig.tight_layout()
+        fig = comparison_figure(rows, metric)
         path = out_dir / f"{metric}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
         written.append(path)
     return written
+
+
+def comparison_figure(rows: Sequence[dict[str, Any]], metric: str):
+    """A matplotlib figure of ``metric`` ("S_norm" or "S"): per level one panel, K on the x axis, one
+    bar per checkpoint and baseline; on S_norm panels the random baseline (0) is a dashed line."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only; no display on a cluster node
+    import matplotlib.pyplot as plt
+
+    group_rows = [r for r in rows if r["level"] != "all"]
+    if not group_rows:
+        raise DataError("compare: the reports hold no (level, K) groups to plot")
+    series = [c for c in dict.fromkeys(r["checkpoint"] for r in group_rows)
+              if not (metric == "S_norm" and c == RANDOM)]  # random's S_norm is 0: drawn as a line
+    panels = sorted({(r["source"], r["level"]) for r in group_rows}, key=str)
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1, 3.8), squeeze=False)
+    for ax, (source, level) in zip(axes[0], panels):
+        _bar_panel(ax, [r for r in group_rows if (r["source"], r["level"]) == (source, level)], series, metric)
+        ax.set_title(f"level {level}" + (f" ({source})" if len({p[0] for p in panels}) > 1 else ""))
+    axes[0][0].set_ylabel(metric + (" (0 = chance, 1 = perfect)" if metric == "S_norm" else " (raw)"))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
+    fig.tight_layout()
+    return fig
 
 
 def _bar_panel(ax, rows: list[dict[str, Any]], series: list[str], metric: str) -> None:
@@ -145,9 +153,18 @@ def _bar_panel(ax, rows: list[dict[str, Any]], series: list[str], metric: str) -
         bars = ax.bar(xs, heights, width=width, label=name, hatch=hatch, edgecolor="black", linewidth=0.4)
         ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
     if metric == "S_norm":
-        ax.axhline(0.0, color="black", linestyle="--", linewidth=0.8, label="random (chance)")
+        # Bars stick to 0, so with every S_norm >= 0 autoscaling puts the x axis exactly on the random
+        # line and hides it: keep 0 a margin inside the plot, and draw the line above spine and bars.
+        ax.axhline(0.0, color="black", linestyle="--", linewidth=0.8, label="random (chance)", zorder=3)
+        low, high = ax.get_ylim()
+        margin = 0.06 * max(high - low, 0.1)
+        ax.set_ylim(min(low, -margin), max(high, margin))
     ax.set_xticks(range(len(ks)), [f"K={k}" for k in ks])
     ax.grid(axis="y", alpha=0.3)
+
+
+def page_title(n_checkpoints: int) -> str:
+    return f"Checkpoint comparison ({n_checkpoints} checkpoint{'' if n_checkpoints == 1 else 's'})"
 
 
 # -- files -------------------------------------------------------------------------------------------
@@ -162,13 +179,15 @@ def write_json(entries: Sequence[CompareEntry], rows: Sequence[dict[str, Any]], 
 
 
 READING_GUIDE = """
-<p><b>How to read this.</b> Every checkpoint was scored on the same held-out points (SPEC §1): S is the
-soft edit-distance score of the best of N candidate trajectories (1 = the K predicted actions match
-the K true ones in meaning and order), S_norm rescales it so that 0 is the random baseline and 1 is
-perfect. A checkpoint is useful where its S_norm is clearly above 0 and above repeat-last-K (the last
-K events of the context, a strong baseline for routines). "invalid" counts points whose output could
-not be parsed (scored 0); a rising invalid count explains a falling S. Compare rows with the same
-level and K only: longer horizons (larger K) and coarser levels score differently by nature.</p>
+<p><b>How to read this.</b> Every checkpoint was scored on the same held-out points: S is the soft
+edit-distance score of the best of N candidate trajectories (1 = the K predicted actions match the K
+true ones in meaning and order). S_norm = (S &minus; S_rand) / (1 &minus; S_rand), where S_rand is the mean
+S of random guesses (K events drawn at random from the evaluated events of the same source and level):
+0 is chance (the dashed line), 1 is perfect, below 0 is worse than chance. A checkpoint is useful
+where its S_norm is clearly above 0 and above repeat-last-K (the last K events of the context, a strong
+baseline for routines). "invalid" counts points whose output could not be parsed (scored 0); a rising
+invalid count explains a falling S. Compare rows with the same level and K only: longer horizons
+(larger K) and coarser levels score differently by nature.</p>
 """
 
 

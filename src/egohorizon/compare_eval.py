@@ -1,7 +1,7 @@
 """``egohorizon compare``: evaluate several checkpoints on one set of held-out points, then tabulate.
 
 Each checkpoint is evaluated by ``eval.py``'s own code (``egohorizon.run_eval``: adapter onto its
-base model, generation through Lightning's test loop, scoring by ``ForecastEvalCallback``), composed
+base model, generation through Lightning's test loop, scoring by ``GenerationEvalCallback``), composed
 from ``conf/eval.yaml`` with ``ckpt=<adapter>`` and ``points=<file>``, so a row here is exactly what
 ``python eval.py ckpt=... points=...`` reports. Checkpoints without an adapter folder beside them
 (DeepSpeed ZeRO runs) are exported first (``egohorizon.run_export``). The table, plots, page and W&B
@@ -18,6 +18,8 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+
+from omegaconf import DictConfig, open_dict
 
 from egohorizon.compare import CompareEntry, checkpoint_labels
 from egohorizon.errors import ConfigError
@@ -88,17 +90,42 @@ def prompt_overrides(adapter: Path) -> list[str]:
     return [f"data.{key}={json.dumps(data[key])}" for key in PROMPT_SETTINGS if key in data]
 
 
+def eval_config(adapter: Path, points: Path, run_dir: Path, overrides: list[str]) -> DictConfig:
+    """``conf/eval.yaml`` as ``eval.py ckpt=<adapter> points=<points> paths.run_dir=<run_dir>`` composes it.
+
+    The three paths are set on the composed config, not written into override strings: Hydra's override
+    grammar reads ``=``, ``,``, brackets, quotes and spaces as syntax, and Lightning names checkpoints
+    ``epoch=003-step=1000.ckpt`` (issue 9, item 10). ``overrides`` are the user's own ``--set`` strings.
+    """
+    from hydra import compose, initialize_config_dir
+    from hydra.errors import HydraException
+
+    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
+        try:
+            cfg = compose("eval", overrides=["predictors=[model,repeat_last,random]", *prompt_overrides(adapter),
+                                             *overrides])
+        except HydraException as error:  # OverrideParseException, ConfigCompositionException, ...
+            raise ConfigError(f"compare --set {' --set '.join(overrides) or '(none)'}: not valid eval.yaml "
+                              f"overrides: {error}") from None
+    with open_dict(cfg):
+        cfg.ckpt = config_literal(str(adapter))
+        cfg.points = config_literal(str(points))
+        cfg.paths.run_dir = config_literal(str(run_dir))
+    return cfg
+
+
+def config_literal(text: str) -> str:
+    """``text`` as an OmegaConf string value that reads back as itself: ``${`` would start an
+    interpolation, so it is escaped (``\\${``), and so are the backslashes right before it."""
+    return re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 2 + "\\${", text)
+
+
 def evaluate_checkpoint(adapter: Path, points: Path, run_dir: Path, overrides: list[str]) -> dict[str, Any]:
     """``eval.py ckpt=<adapter> points=<points>`` in this process; returns run_eval's result dict."""
-    from hydra import compose, initialize_config_dir
-
     from egohorizon.run import setup_run
     from egohorizon.run_eval import build_eval_datamodule, build_eval_model, evaluate_predictors
 
-    with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
-        cfg = compose("eval", overrides=[f"ckpt={adapter}", f"points={points}", f"paths.run_dir={run_dir}",
-                                         "predictors=[model,repeat_last,random]", *prompt_overrides(adapter),
-                                         *overrides])
+    cfg = eval_config(adapter, points, run_dir, overrides)
     setup_run(cfg)
     datamodule = build_eval_datamodule(cfg)
     model = build_eval_model(cfg, datamodule)

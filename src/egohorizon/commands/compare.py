@@ -30,7 +30,14 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from egohorizon.compare import comparison_rows, log_to_wandb, plot_comparison, write_html, write_json
+    from egohorizon.compare import (
+        comparison_rows,
+        log_to_wandb,
+        page_title,
+        plot_comparison,
+        write_html,
+        write_json,
+    )
     from egohorizon.compare_eval import default_points, evaluate_checkpoints
 
     out = Path(args.out or f"outputs/compare/{time.strftime('%Y-%m-%d_%H-%M-%S')}")
@@ -48,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                                           config={"checkpoints": [e.path for e in entries], **extra})
         notes.append(f"W&B run: {extra['wandb_dir']}" + ("" if args.wandb_online else " (offline: `wandb sync` it)"))
     write_json(entries, rows, out, extra)
-    page = write_html(rows, plots, out, f"Checkpoint comparison ({len(entries)} checkpoints)", notes)
+    page = write_html(rows, plots, out, page_title(len(entries)), notes)
     for row in rows:
         if row["level"] == "all":
             s_norm = "n/a" if row["S_norm"] is None else f"{row['S_norm']:.3f}"
