@@ -38,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     build.add_argument("--jpeg-quality", type=int, default=90)
     build.add_argument("--deid", choices=("auto", "on", "off", "faces", "text"), default="auto",
                        help="de-identification: auto = off for the demo world, faces + text for real data")
+    build.add_argument("--deid-names", metavar="FILE",
+                       help="names to hide in screen text and speech, one per line (# starts a comment)")
     build.set_defaults(handler=run_build)
 
     stats = sub.add_parser("stats", help="what a shard folder holds (from index.json)")
@@ -60,6 +62,7 @@ def run_build(args: argparse.Namespace) -> int:
     from egohorizon.data.shards.writer import build_shards
     from egohorizon.data.windows import WindowConfig
     from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.sensitive import read_names
 
     try:
         config = WindowConfig(window_s=args.window, long_side=args.long_side, crop_size=args.crop_size,
@@ -79,7 +82,8 @@ def run_build(args: argparse.Namespace) -> int:
     inputs = None if args.demo else {"ingested": [str(Path(p).resolve()) for p in args.ingested],
                                      "events": [str(Path(p).resolve()) for p in args.events]}
     index = build_shards(sources, args.out, config=config, samples_per_shard=args.samples_per_shard,
-                         deid=args.deid, jpeg_quality=args.jpeg_quality, inputs=inputs)
+                         deid=args.deid, jpeg_quality=args.jpeg_quality, inputs=inputs,
+                         deid_names=read_names(args.deid_names) if args.deid_names else ())
     print(json.dumps({"index": str(index.root / "index.json"), **index.totals()}, indent=1))
     return 0
 

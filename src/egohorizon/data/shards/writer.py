@@ -24,7 +24,7 @@ import os
 import re
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -129,6 +129,8 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
     """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
     import webdataset as wds
 
+    from egohorizon.pipelines.sensitive import count_redactions
+
     tar_path = out_dir / plan.relpath
     tar_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tar_path.with_name(f".{tar_path.name}.tmp-{os.getpid()}")
@@ -141,6 +143,8 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
             for window in plan.windows:
                 sample = build_window(window.source.recording, window.index, window.frames, window.words,
                                       window.source.events, config, deidentify)
+                if hasattr(deidentify, "scrub_words"):  # the words were scrubbed per recording (build_shards)
+                    sample.deid["speech_items"] = count_redactions(w.text for w in sample.words)
                 sink.write(encode_window(sample, jpeg_quality=jpeg_quality, crop_quality=crop_quality))
                 keys.append(sample.key)
                 frames += len(sample.frames)
@@ -179,11 +183,13 @@ def build_settings(config: WindowConfig, *, samples_per_shard: int, jpeg_quality
 def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike, *,
                  config: WindowConfig | None = None, samples_per_shard: int = 32, deid: str = "auto",
                  jpeg_quality: int = 90, crop_quality: int = 95,
-                 deidentifier: Callable | None = None, inputs: dict[str, Any] | None = None) -> ShardIndex:
+                 deidentifier: Callable | None = None, inputs: dict[str, Any] | None = None,
+                 deid_names: Sequence[str] = ()) -> ShardIndex:
     """Writes (or completes, or brings up to date) the shards of ``sources`` in ``out_dir`` and its index.json.
 
     ``deid``: auto | on | off | faces | text (egohorizon.pipelines.deid.make_deidentifier); ``auto``
     is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it.
+    ``deid_names``: names to hide in screen text and speech (egohorizon.pipelines.sensitive).
     ``inputs``: where the sources were read from (``{"ingested": [folders], "events": [files]}``),
     kept in the index so ``shards verify`` can compare the shards with them."""
     from egohorizon.pipelines.deid import make_deidentifier
@@ -195,11 +201,14 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
     if deidentifier is not None:
         resolved = "custom"
     else:
-        deidentifier = make_deidentifier(deid, kind)
+        deidentifier = make_deidentifier(deid, kind, names=deid_names)
         resolved = "off" if deidentifier is None else ("on" if deid == "auto" else deid)
     build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
                            crop_quality=crop_quality, deid=resolved)
-    plans, skipped = plan_shards(sources, config, samples_per_shard)
+    if getattr(deidentifier, "speech_setting", None):
+        # Shards written before speech was scrubbed, or with other names, are not reused (issue 9).
+        build["speech"] = deidentifier.speech_setting
+    plans, skipped = plan_shards(_scrub_speech(sources, deidentifier), config, samples_per_shard)
     sessions = {s.recording.id: source_fingerprint(s, config.window_s) for s in sources}
     log.info("%s: %d windows of %d recordings in %d shards (de-identification: %s)", out_dir,
              sum(len(p.windows) for p in plans), len(sources), len(plans), resolved)
@@ -227,6 +236,13 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
              "left out", out_dir, len(entries), reused, removed, sum(e["samples"] for e in entries), skipped,
              config.min_frames)
     return index
+
+
+def _scrub_speech(sources: Sequence[RecordingSource], deidentifier) -> list[RecordingSource]:
+    """The sources with sensitive speech scrubbed, a whole recording at once: an item said across two
+    windows is still one item. Sources stay as they are without a de-identifier that scrubs words."""
+    scrub = getattr(deidentifier, "scrub_words", None)
+    return [replace(s, words=scrub(s.words)[0]) for s in sources] if scrub else list(sources)
 
 
 # <participant>/<day>/<participant>_<day>_NNNNN.tar: only files of this layout are ever removed.
