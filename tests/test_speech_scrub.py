@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import json
+import shutil
 import tarfile
 
 import numpy as np
@@ -94,6 +95,7 @@ def _stored_transcripts(root) -> list[str]:
     return texts
 
 
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="--deid text needs tesseract (apt-get install tesseract-ocr)")
 def test_shards_store_scrubbed_speech_and_count_it(tmp_path):
     from egohorizon.data.shards.writer import build_shards
     from egohorizon.data.windows import WindowConfig
