@@ -51,6 +51,13 @@ def test_scrubbed_item_keeps_its_time_span_and_speaker():
         ("call", 0.0, 0.8, "A"), ("[phone]", 1.0, 3.8, "A"), ("now", 4.0, 4.8, "A")]
 
 
+def test_punctuation_after_an_item_stays_and_the_item_keeps_its_span():
+    out, count = scrub_words(spoken("call 415 555 0132, thanks"), SensitiveText())
+    assert count == 1
+    assert [(w.text, w.start, w.end) for w in out] == [
+        ("call", 0.0, 0.8), ("[phone]", 1.0, 3.8), (",", 3.0, 3.8), ("thanks", 4.0, 4.8)]
+
+
 def test_items_inside_one_utterance_entry():
     # Sources without word times give a whole utterance as one Word.
     words = [Word(0.0, 5.0, "mail jane.doe@example.com or call +44 20 7946 0958 today")]

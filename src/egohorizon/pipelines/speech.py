@@ -33,20 +33,22 @@ def scrub_words(words: Sequence[Word], classifier: SensitiveText) -> tuple[list[
     out: list[Word] = []
     span_index = 0
     for word, (a, b) in zip(words, offsets):
-        pieces, cursor = [], a
+        pieces, cursor, continues_item = [], a, False
         while span_index < len(spans) and spans[span_index][0] < b:
             start, end, kind = spans[span_index]
             if start >= cursor:
                 pieces.append(text[cursor:start])
                 pieces.append(f"[{kind}]")
+            else:
+                continues_item = True
             cursor = max(cursor, min(end, b))
             if end > b:
                 break  # the item goes on into the next word
             span_index += 1
         pieces.append(text[cursor:b])
         new_text = "".join(pieces).strip()
+        if continues_item and out:  # the word carrying the placeholder lasts until the item's end
+            out[-1] = replace(out[-1], end=max(out[-1].end, word.end))
         if new_text:
             out.append(replace(word, text=new_text))
-        elif out:  # wholly inside an item begun by an earlier word: that word now lasts until here
-            out[-1] = replace(out[-1], end=max(out[-1].end, word.end))
     return out, len(spans)
