@@ -144,3 +144,20 @@ def test_deid_command_refuses_to_overwrite_originals(tmp_path, capsys):
     (tmp_path / "a.png").write_bytes(b"")
     assert main(["deid", str(tmp_path), "--out", str(tmp_path)]) == 2
     assert "overwrite the originals" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract not installed (apt-get install tesseract-ocr)")
+def test_deid_command_hides_the_names_the_user_lists(tmp_path):
+    import cv2
+
+    src = tmp_path / "frames"
+    src.mkdir()
+    screen = np.full((200, 1000, 3), 255, np.uint8)
+    cv2.putText(screen, "Maria Keller", (20, 110), cv2.FONT_HERSHEY_SIMPLEX, 1.6, (0, 0, 0), 3, cv2.LINE_AA)
+    cv2.imwrite(str(src / "screen.png"), screen)
+    names = tmp_path / "names.txt"
+    names.write_text("# people to hide\nMaria Keller\n")
+    assert main(["deid", str(src), "--out", str(tmp_path / "plain"), "--no-faces"]) == 0
+    assert json.loads((tmp_path / "plain" / "counts.jsonl").read_text())["text_boxes"] == 0  # not listed
+    assert main(["deid", str(src), "--out", str(tmp_path / "out"), "--no-faces", "--names", str(names)]) == 0
+    assert json.loads((tmp_path / "out" / "counts.jsonl").read_text())["text_boxes"] >= 1

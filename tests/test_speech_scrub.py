@@ -119,6 +119,8 @@ def test_shards_store_scrubbed_speech_and_count_it(tmp_path):
     assert "hello this is" in stored and "my number is" in stored  # the rest is kept
     assert index.totals()["deid"]["speech_items"] == 3
     assert index.build["speech"].startswith("scrubbed")
+    # which detectors ran is part of the build settings: shards de-identified by another are not reused
+    assert index.build["detectors"] == "faces: off; text: region-first tesseract v1"
 
 
 def test_speech_is_kept_when_deid_is_off(tmp_path):

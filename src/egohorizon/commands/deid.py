@@ -23,6 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="blur faces (BlazeFace full-range; default on)")
     parser.add_argument("--text", action=argparse.BooleanOptionalAction, default=True,
                         help="mask sensitive on-screen text (OCR; needs tesseract; default on)")
+    parser.add_argument("--names", default=None, metavar="FILE",
+                        help="names to hide too, one per line (as shards build --deid-names)")
     parser.set_defaults(handler=run_deid)
 
 
@@ -48,6 +50,7 @@ def run_deid(args: argparse.Namespace) -> int:
 
     from egohorizon.errors import ConfigError, DataError
     from egohorizon.pipelines.deid import Deidentifier
+    from egohorizon.pipelines.sensitive import read_names
     from egohorizon.schema import write_jsonl
 
     source, out = Path(args.images_dir), Path(args.out)
@@ -60,7 +63,8 @@ def run_deid(args: argparse.Namespace) -> int:
     paths = sorted(p for p in source.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
     if not paths:
         raise DataError(f"{source}: no image files ({' '.join(IMAGE_SUFFIXES)})")
-    deidentify = Deidentifier(blur_faces=args.faces, mask_text=args.text)
+    names = read_names(args.names) if args.names else ()
+    deidentify = Deidentifier(blur_faces=args.faces, mask_text=args.text, names=names)
     out.mkdir(parents=True, exist_ok=True)
     skipped: list[str] = []
     totals = {"faces": 0, "text_boxes": 0}

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.faces import BlazeFaceDetector
+from egohorizon.pipelines.faces import FACE_DETECTOR_VERSION, BlazeFaceDetector
 from egohorizon.pipelines.screen_text import (  # noqa: F401  (public names of this module before the move)
+    SCREEN_TEXT_VERSION,
     OcrWord,
     ScreenTextMasker,
     fill_boxes,
@@ -90,6 +91,14 @@ class Deidentifier:
         names = sorted({" ".join(n.split()).lower() for n in self.classifier.names})
         digest = hashlib.sha256("\n".join(names).encode("utf-8")).hexdigest()[:16] if names else "none"
         return f"scrubbed (names: {digest})"  # a digest: the build settings must not list the names
+
+    @property
+    def detector_setting(self) -> str:
+        """Which detectors ran, for the shard build settings: shards de-identified by another detector
+        (the Haar cascades before issue 9) are rebuilt, not reused."""
+        faces = f"faces: {FACE_DETECTOR_VERSION}" if self.blur_faces else "faces: off"
+        text = f"text: {SCREEN_TEXT_VERSION}" if self.mask_text else "text: off"
+        return f"{faces}; {text}"
 
     def scrub_words(self, words):
         """A recording's words with sensitive speech replaced by ``[kind]``, and the number of items

@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 Box = tuple[int, int, int, int]  # x0, y0, x1, y1 in pixels (exclusive)
 
 
+# Recorded in the shard build settings: change it when the detector or its thresholds change, so
+# shards de-identified by the old one are rebuilt.
+FACE_DETECTOR_VERSION = "blazeface-full-range (mediapipe 0.10.14) v1"
+
+
 @dataclass(frozen=True)
 class BlazeFaceModel:
     """One BlazeFace variant: its file and the SSD anchor settings of its MediaPipe graph."""

@@ -43,6 +43,10 @@ Box = tuple[int, int, int, int]  # x0, y0, x1, y1 (exclusive)
 METHODS = ("regions", "full")
 
 
+# Recorded in the shard build settings (see FACE_DETECTOR_VERSION in faces.py).
+SCREEN_TEXT_VERSION = "region-first tesseract v1"
+
+
 @dataclass
 class OcrWord:
     text: str
@@ -297,7 +301,8 @@ class ScreenTextMasker:
         self.library = TesseractLib.shared(language) if (use_library and method == "regions") else None
         if self.library is None and shutil.which(tesseract) is None:
             raise ConfigError(f"text masking needs the {tesseract!r} command (Debian: apt-get install "
-                              "tesseract-ocr); or turn it off with --deid faces")
+                              "tesseract-ocr); or turn text masking off (shards build --deid faces, "
+                              "egohorizon deid --no-text)")
 
     def words(self, image: np.ndarray) -> list[OcrWord]:
         """OCR words with boxes in the frame's pixels."""

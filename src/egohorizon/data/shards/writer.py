@@ -205,6 +205,8 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
         resolved = "off" if deidentifier is None else ("on" if deid == "auto" else deid)
     build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
                            crop_quality=crop_quality, deid=resolved)
+    if getattr(deidentifier, "detector_setting", None):
+        build["detectors"] = deidentifier.detector_setting
     if getattr(deidentifier, "speech_setting", None):
         # Shards written before speech was scrubbed, or with other names, are not reused (issue 9).
         build["speech"] = deidentifier.speech_setting
