@@ -1,4 +1,5 @@
-"""Backbones: the tiny offline Qwen2(.5)-VL, its code-trained tokenizer and cache, and HF loading."""
+"""Backbones: the tiny offline Qwen2-VL / Qwen2.5-VL / Qwen3-VL, its code-trained tokenizer and cache, and HF
+loading."""
 
 from __future__ import annotations
 
@@ -35,7 +36,11 @@ def _tiny(tmp_path, **kwargs) -> TinyBackbone:
 
 @pytest.mark.parametrize(
     "architecture, class_name",
-    [("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"), ("qwen2_vl", "Qwen2VLForConditionalGeneration")],
+    [
+        ("qwen2_5_vl", "Qwen2_5_VLForConditionalGeneration"),
+        ("qwen2_vl", "Qwen2VLForConditionalGeneration"),
+        ("qwen3_vl", "Qwen3VLForConditionalGeneration"),
+    ],
 )
 def test_tiny_backbone_is_a_real_qwen_vl_that_trains_and_generates(tmp_path, architecture, class_name):
     backbone = _tiny(tmp_path, architecture=architecture)
@@ -117,6 +122,11 @@ def test_hf_backbone_loads_a_local_folder_by_its_architecture(tmp_path):
     model = HFBackbone(path=str(text_folder), dtype="bfloat16").load_model()
     assert type(model).__name__ == "Qwen3ForCausalLM" and model.dtype == torch.bfloat16
     assert not needs_mm_token_type_ids(model)
+    # The processor comes with a VLM folder (the tiny one saves its own); a text-only one has none.
+    processor = vlm.load_processor()
+    assert processor.image_processor.patch_size == vlm.load_config().vision_config.patch_size
+    assert processor.tokenizer.pad_token_id == 0
+    assert HFBackbone(path=str(text_folder)).load_processor() is None
 
 
 def test_hf_backbone_offline_miss_says_what_to_do(monkeypatch):

@@ -1,4 +1,5 @@
-"""What every backbone offers the training code: a tokenizer, a model, an id, a description.
+"""What every backbone offers the training code: a tokenizer, a processor (for images), a model, an id,
+a description.
 
 A backbone is cheap to construct (configs instantiate it without touching weights); ``prepare`` and
 the ``load_*`` methods do the work. ``load_model`` runs inside the LightningModule's ``configure_model``
@@ -39,6 +40,11 @@ class Backbone(ABC):
 
     @abstractmethod
     def load_model(self, dtype=None): ...
+
+    def load_processor(self):
+        """The transformers processor that turns images (and text) into model inputs, or ``None`` for
+        a text-only backbone. The backbone owns it because its patch sizes and image token must match
+        the model's config."""
 
     @abstractmethod
     def describe(self) -> dict[str, Any]:

@@ -61,6 +61,18 @@ class HFBackbone(Backbone):
             tokenizer.pad_token = tokenizer.eos_token
         return tokenizer
 
+    def load_processor(self):
+        """``AutoProcessor`` for a VLM checkpoint (its image processor's min/max pixels included);
+        ``None`` for a text-only one."""
+        from transformers import AutoProcessor
+
+        if getattr(self.load_config(), "vision_config", None) is None and self.kind != "vlm":
+            return None
+        with _friendly_load_errors(self.path):
+            return AutoProcessor.from_pretrained(
+                self.path, revision=self.revision, trust_remote_code=self.trust_remote_code
+            )
+
     def load_model(self, dtype=None):
         return load_pretrained_model(
             self.path,

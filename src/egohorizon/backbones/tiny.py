@@ -1,12 +1,13 @@
-"""``tiny``: a toy-size Qwen2-VL / Qwen2.5-VL with seeded random weights and a tokenizer trained in code.
+"""``tiny``: a toy-size Qwen2-VL / Qwen2.5-VL / Qwen3-VL with seeded random weights and a tokenizer
+trained in code.
 
-It lets the whole training path (LoRA, generation, checkpoints, scoring) run on a laptop CPU without a
-download. The model is a real transformers Qwen2(.5)-VL architecture, only small; its vocabulary is a
-byte-level BPE trained on the training text (prompts and answers of the training points). Both are
-built offline and saved with ``save_pretrained`` into a cache folder keyed by a hash of everything
-that determines them (architecture, seed, vocabulary size, the corpus, transformers' major version),
-so a second run reuses the folder and the folder loads like any local checkpoint
-(``backbone=hf backbone.path=<folder>``).
+It lets the whole training path (LoRA, generation, checkpoints, scoring, image inputs) run on a laptop
+CPU without a download. The model is a real transformers Qwen-VL architecture, only small, vision tower
+included (``tiny_config``); its vocabulary is a byte-level BPE trained on the training text (prompts and
+answers of the training points) plus the vision marker tokens. Model, tokenizer and processor are built
+offline and saved with ``save_pretrained`` into a cache folder keyed by a hash of everything that
+determines them (architecture, sizes, seed, the corpus, transformers' major version), so a second run
+reuses the folder and the folder loads like any local checkpoint (``backbone=hf backbone.path=<folder>``).
 """
 
 from __future__ import annotations
@@ -26,18 +27,20 @@ from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-ARCHITECTURES = ("qwen2_vl", "qwen2_5_vl")
+ARCHITECTURES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 # Bump when the way the folder is built changes, so stale caches are not reused.
-TINY_BUILD_VERSION = 1
+# 2: a working toy vision tower (patch_size, vision sizes) and the processor saved in the folder.
+TINY_BUILD_VERSION = 2
 META_FILE = "egohorizon_tiny.json"
 
 
 class TinyBackbone(Backbone):
-    """A toy Qwen2(.5)-VL built on first use from the training corpus (see the module docstring).
+    """A toy Qwen-VL built on first use from the training corpus (see the module docstring).
 
-    ``prepare(corpus)`` must run before ``load_tokenizer``/``load_model``; it trains the tokenizer,
-    initialises the weights with ``seed`` and caches both. Sizes default to a model of ~1 M parameters
-    that trains for a few minutes on two CPU cores.
+    ``prepare(corpus)`` must run before the ``load_*`` methods; it trains the tokenizer, initialises
+    the weights with ``seed`` and caches both with the processor. Sizes default to a model of ~1 M
+    parameters that trains for a few minutes on two CPU cores; an image of at most ``max_pixels``
+    (resized by the processor) becomes at most ``max_pixels / (2 * patch_size) ** 2`` tokens.
     """
 
     def __init__(
@@ -50,6 +53,11 @@ class TinyBackbone(Backbone):
         num_kv_heads: int = 2,
         vocab_size: int = 2048,
         max_position_embeddings: int = 8192,
+        vision_depth: int = 2,
+        vision_hidden_size: int = 32,
+        patch_size: int = 8,
+        min_pixels: int = 32 * 32,
+        max_pixels: int = 128 * 128,
         seed: int = 0,
         cache_dir: str | None = None,
     ):
@@ -61,6 +69,11 @@ class TinyBackbone(Backbone):
                 f"tiny backbone: hidden_size ({hidden_size}) must split into num_heads ({num_heads}) heads of "
                 f"even size, and num_heads must be a multiple of num_kv_heads ({num_kv_heads})"
             )
+        if vision_hidden_size % 2 or not 0 < min_pixels <= max_pixels:
+            raise ConfigError(
+                f"tiny backbone: vision_hidden_size ({vision_hidden_size}) must be even (two vision heads) "
+                f"and 0 < min_pixels ({min_pixels}) <= max_pixels ({max_pixels})"
+            )
         self.architecture = architecture
         self.sizes = {
             "hidden_size": hidden_size,
@@ -70,6 +83,11 @@ class TinyBackbone(Backbone):
             "num_kv_heads": num_kv_heads,
             "vocab_size": vocab_size,
             "max_position_embeddings": max_position_embeddings,
+            "vision_depth": vision_depth,
+            "vision_hidden_size": vision_hidden_size,
+            "patch_size": patch_size,
+            "min_pixels": min_pixels,
+            "max_pixels": max_pixels,
         }
         self.seed = seed
         # Absolute: adapters record this folder as their base model, and eval may run from elsewhere.
@@ -112,6 +130,12 @@ class TinyBackbone(Backbone):
         self._require_prepared()
         return AutoTokenizer.from_pretrained(self.path)
 
+    def load_processor(self):
+        from transformers import AutoProcessor
+
+        self._require_prepared()
+        return AutoProcessor.from_pretrained(self.path)
+
     def load_model(self, dtype=None):
         from egohorizon.backbones.hf import load_pretrained_model
 
@@ -152,6 +176,7 @@ class TinyBackbone(Backbone):
     def _build(self, texts: list[str], path: Path) -> None:
         import torch
 
+        from egohorizon.backbones.tiny_config import build_processor, model_config
         from egohorizon.backbones.tokenizer import train_bpe_tokenizer
 
         log.info(
@@ -160,7 +185,8 @@ class TinyBackbone(Backbone):
             self.seed,
         )
         tokenizer = train_bpe_tokenizer(texts, vocab_size=self.sizes["vocab_size"])
-        config = self._model_config(tokenizer)
+        config = model_config(self.architecture, self.sizes, tokenizer)
+        processor = build_processor(self.architecture, self.sizes, tokenizer)
         model_class = _model_class(self.architecture)
         # Seeded on CPU, independent of any global RNG state the caller left behind.
         with torch.random.fork_rng(devices=[]):
@@ -171,7 +197,7 @@ class TinyBackbone(Backbone):
         staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
         try:
             model.save_pretrained(staging)
-            tokenizer.save_pretrained(staging)
+            processor.save_pretrained(staging)  # with the tokenizer
             (staging / META_FILE).write_text(json.dumps(self.describe() | {"n_texts": len(texts)}, indent=2))
             try:
                 os.rename(staging, path)
@@ -187,66 +213,12 @@ class TinyBackbone(Backbone):
             path,
         )
 
-    def _model_config(self, tokenizer):
-        s = self.sizes
-        head_dim = s["hidden_size"] // s["num_heads"]
-        # mrope splits each head's rotary half-dimension into temporal/height/width sections;
-        # text-only positions use the same index on all three, so any split summing to head_dim/2 works.
-        half = head_dim // 2
-        mrope = [half - 2 * (half // 3), half // 3, half // 3]
-        ids = {
-            name: tokenizer.convert_tokens_to_ids(name)
-            for name in ("<|image_pad|>", "<|video_pad|>", "<|vision_start|>", "<|vision_end|>")
-        }
-        text = {
-            "vocab_size": len(tokenizer),
-            "hidden_size": s["hidden_size"],
-            "intermediate_size": s["intermediate_size"],
-            "num_hidden_layers": s["num_layers"],
-            "num_attention_heads": s["num_heads"],
-            "num_key_value_heads": s["num_kv_heads"],
-            "max_position_embeddings": s["max_position_embeddings"],
-            "rope_parameters": {"rope_type": "default", "rope_theta": 10000.0, "mrope_section": mrope},
-            "bos_token_id": tokenizer.eos_token_id,
-            "eos_token_id": tokenizer.eos_token_id,
-            "pad_token_id": tokenizer.pad_token_id,
-        }
-        common = {
-            "image_token_id": ids["<|image_pad|>"],
-            "video_token_id": ids["<|video_pad|>"],
-            "vision_start_token_id": ids["<|vision_start|>"],
-            "vision_end_token_id": ids["<|vision_end|>"],
-        }
-        if self.architecture == "qwen2_5_vl":
-            from transformers import Qwen2_5_VLConfig
-
-            vision = {
-                "depth": 1,
-                "hidden_size": 32,
-                "intermediate_size": 64,
-                "num_heads": 2,
-                "out_hidden_size": s["hidden_size"],
-                "fullatt_block_indexes": [0],
-            }
-            config = Qwen2_5_VLConfig(text_config=text, vision_config=vision, **common)
-        else:
-            from transformers import Qwen2VLConfig
-
-            vision = {
-                "depth": 1,
-                "embed_dim": 32,
-                "hidden_size": s["hidden_size"],
-                "mlp_ratio": 2,
-                "num_heads": 2,
-            }
-            config = Qwen2VLConfig(text_config=text, vision_config=vision, **common)
-        # generate() reads these from the top-level config of a VLM.
-        config.pad_token_id = tokenizer.pad_token_id
-        config.eos_token_id = tokenizer.eos_token_id
-        return config
-
 
 def _model_class(architecture: str):
+    if architecture == "qwen3_vl":
+        from transformers import Qwen3VLForConditionalGeneration
+
+        return Qwen3VLForConditionalGeneration
     if architecture == "qwen2_5_vl":
         from transformers import Qwen2_5_VLForConditionalGeneration
 

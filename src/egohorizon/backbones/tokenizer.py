@@ -12,8 +12,8 @@ from collections.abc import Iterable
 
 PAD_TOKEN = "<|pad|>"
 EOS_TOKEN = "<|endoftext|>"
-# Qwen2-VL's vision markers: the tiny model is a real Qwen2-VL/Qwen2.5-VL architecture whose config
-# names these token ids, so the vocabulary holds them even though the demo is text only.
+# Qwen-VL's vision markers, as single special tokens: the processor expands each <|image_pad|> into
+# one token per merged image patch, and the model's config names their ids (backbones/tiny_config.py).
 VISION_TOKENS = ("<|vision_start|>", "<|vision_end|>", "<|image_pad|>", "<|video_pad|>")
 SPECIAL_TOKENS = (PAD_TOKEN, EOS_TOKEN, *VISION_TOKENS)
 

@@ -1,0 +1,98 @@
+"""Collation for vision-language samples: ``(text, images, target)`` -> what a Qwen-VL model takes.
+
+A sample is a dict with ``text`` (the prompt), ``images`` (a list of HWC uint8 numpy arrays, CHW
+uint8 tensors or PIL images; may be empty) and ``target`` (the answer to learn; ``None`` for
+generation only). The text marks where each image goes with ``IMAGE_PLACEHOLDER``; a text without
+markers gets one per image in front (where Qwen's chat template puts images of a user turn). The
+backbone's processor (``Backbone.load_processor``) expands each marker into one ``<|image_pad|>`` per
+merged patch and turns the images into flattened patches. A batch holds:
+
+    input_ids, attention_mask  [B, L]   prompt + target + EOS, right-padded
+    labels                     [B, L]   the target + EOS; -100 on prompt, image and padding tokens
+    mm_token_type_ids          [B, L]   0 text, 1 image (transformers 5 Qwen-VL builds its 3D
+                                        rotary positions from it)
+    pixel_values               [P, C*T*p*p]  every image's patches, sample after sample
+    image_grid_thw             [N, 3]   (t, h, w) patches per image, sample after sample
+    prompt_ids, prompt_mask, prompt_mm_token_type_ids   [B, Lp]  left-padded prompts, for
+                                        generation (``with_prompts=True``); the images are the same
+
+``pixel_values``/``image_grid_thw`` are left out when no sample of the batch has an image.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+IMAGE_PLACEHOLDER = "<|vision_start|><|image_pad|><|vision_end|>"
+IGNORE_INDEX = -100
+
+
+def with_placeholders(text: str, n_images: int) -> str:
+    """``text`` with one ``IMAGE_PLACEHOLDER`` per image: as written, or all of them in front."""
+    written = text.count(IMAGE_PLACEHOLDER)
+    if written == 0:
+        return IMAGE_PLACEHOLDER * n_images + text
+    if written != n_images:
+        raise ValueError(f"the text marks {written} images but the sample has {n_images}: {text[:80]!r}")
+    return text
+
+
+class VisionTextCollator:
+    """Picklable (it runs in DataLoader workers); one processor call per sample."""
+
+    def __init__(self, processor, with_prompts: bool = False):
+        self.processor = processor
+        self.tokenizer = processor.tokenizer
+        self.with_prompts = with_prompts
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        import torch
+
+        encoded = [self.encode(s) for s in samples]
+        pad = self.tokenizer.pad_token_id
+        full = [e["prompt_ids"] + e["target_ids"] for e in encoded]
+        batch = {
+            "input_ids": _pad(full, pad),
+            "attention_mask": _pad([[1] * len(ids) for ids in full], 0),
+            "labels": _pad(
+                [[IGNORE_INDEX] * len(e["prompt_ids"]) + e["target_ids"] for e in encoded], IGNORE_INDEX
+            ),
+            "mm_token_type_ids": _pad([e["types"] + [0] * len(e["target_ids"]) for e in encoded], 0),
+        }
+        if self.with_prompts:
+            prompts = [e["prompt_ids"] for e in encoded]
+            batch["prompt_ids"] = _pad(prompts, pad, left=True)
+            batch["prompt_mask"] = _pad([[1] * len(p) for p in prompts], 0, left=True)
+            batch["prompt_mm_token_type_ids"] = _pad([e["types"] for e in encoded], 0, left=True)
+        with_images = [e for e in encoded if "pixel_values" in e]
+        if with_images:
+            batch["pixel_values"] = torch.cat([e["pixel_values"] for e in with_images])
+            batch["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in with_images])
+        return batch
+
+    def encode(self, sample: dict[str, Any]) -> dict[str, Any]:
+        """One sample's prompt ids and token types, target ids (+EOS), and image patches."""
+        images = list(sample.get("images") or [])
+        text = with_placeholders(sample["text"], len(images))
+        out = self.processor(text=[text], images=images or None, return_tensors="pt")
+        prompt_ids = out["input_ids"][0].tolist()
+        types = out["mm_token_type_ids"][0].tolist() if "mm_token_type_ids" in out else [0] * len(prompt_ids)
+        target = sample.get("target")
+        target_ids = [] if target is None else self.tokenizer(target, add_special_tokens=False)["input_ids"]
+        encoded = {
+            "prompt_ids": prompt_ids,
+            "types": types,
+            "target_ids": target_ids + ([self.tokenizer.eos_token_id] if target is not None else []),
+        }
+        if images:
+            encoded["pixel_values"] = out["pixel_values"]
+            encoded["image_grid_thw"] = out["image_grid_thw"]
+        return encoded
+
+
+def _pad(rows: list[list[int]], value: int, left: bool = False):
+    import torch
+
+    width = max(len(r) for r in rows)
+    padded = [([value] * (width - len(r)) + r) if left else (r + [value] * (width - len(r))) for r in rows]
+    return torch.tensor(padded, dtype=torch.long)
