@@ -43,7 +43,7 @@ class DeepSpeedStrategy(_LightningDeepSpeedStrategy):
     def setup_environment(self) -> None:
         super().setup_environment()
         if self.zero_stage_3:
-            # ForecastModule.configure_model calls transformers' from_pretrained inside Lightning's
+            # LoRALanguageModule.configure_model calls transformers' from_pretrained inside Lightning's
             # deepspeed.zero.Init: without this handle transformers does not know the weights are being
             # partitioned and fails with "size mismatch ... torch.Size([0])" (Lightning issue #19259).
             self._hf_deepspeed_config = hf_zero3_config(self.config, self.precision_plugin.precision)
@@ -55,6 +55,15 @@ class DeepSpeedStrategy(_LightningDeepSpeedStrategy):
         if self.config_file and self.is_global_zero:
             write_deepspeed_config(self.config, self.config_file)
         super().setup(trainer)
+
+
+def is_sharded_strategy(strategy) -> bool:
+    """ZeRO-3 and FSDP shard the parameters across ranks: rank zero alone cannot save the adapter, and
+    generation must keep every rank stepping (``synced_gpus``)."""
+    if strategy is None:
+        return False
+    stage3 = getattr(strategy, "zero_stage_3", None)
+    return bool(stage3) if stage3 is not None else type(strategy).__name__.startswith("FSDP")
 
 
 def hf_zero3_config(config: dict[str, Any], precision: str):
