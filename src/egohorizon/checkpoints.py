@@ -3,7 +3,7 @@
 Two kinds of checkpoint reach here:
 
 - a Lightning ``.ckpt`` file (single device, DDP): ``state_dict`` holds the trainable weights only
-  (``ForecastModule.on_save_checkpoint`` drops the frozen base), beside ``global_step``,
+  (``LoRALanguageModule.on_save_checkpoint`` drops the frozen base), beside ``global_step``,
   ``hyper_parameters`` and the ``egohorizon`` block (backbone, model id);
 - a DeepSpeed ZeRO checkpoint folder (``strategy=deepspeed_*``; Lightning names the folder like a file,
   ``last.ckpt/``): every rank's shard of the fp32 master weights and optimizer state, consolidated here
@@ -184,7 +184,7 @@ def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
     """Writes a PEFT adapter folder for ``checkpoint`` into ``out_dir`` (replacing an older export).
 
     ``module`` is the run's LightningModule after ``configure_model()``; it must offer
-    ``save_adapter(folder)`` (ForecastModule does). The folder gets an ``export.json`` naming the
+    ``save_adapter(folder)`` (every LoRALanguageModule does). The folder gets an ``export.json`` naming the
     source checkpoint, its kind and its global step.
     """
     import shutil
