@@ -15,6 +15,8 @@ from pathlib import Path
 
 from lightning.pytorch.callbacks import ModelCheckpoint
 
+from egohorizon.strategies import is_sharded_strategy
+
 log = logging.getLogger(__name__)
 
 
@@ -44,15 +46,6 @@ class AdapterCheckpoint(ModelCheckpoint):
         super()._remove_checkpoint(trainer, filepath)
         if trainer.is_global_zero:
             shutil.rmtree(adapter_dir_for(filepath), ignore_errors=True)
-
-
-def is_sharded_strategy(strategy) -> bool:
-    """ZeRO-3 and FSDP shard the parameters across ranks: rank zero alone cannot save the adapter, and
-    generation must keep every rank stepping (``synced_gpus``)."""
-    if strategy is None:
-        return False
-    stage3 = getattr(strategy, "zero_stage_3", None)
-    return bool(stage3) if stage3 is not None else type(strategy).__name__.startswith("FSDP")
 
 
 def _is_sharded(trainer) -> bool:
