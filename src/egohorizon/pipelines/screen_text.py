@@ -30,6 +30,7 @@ import shutil
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -110,6 +111,13 @@ def _run_cli(data: bytes, *, command: str, language: str, timeout_s: float, psm:
     return parse_tesseract_tsv(result.stdout.decode("utf-8", errors="replace"))
 
 
+def _openmp_loaded() -> bool:
+    try:
+        return "libgomp" in Path("/proc/self/maps").read_text()
+    except OSError:  # not Linux: nothing to tell
+        return False
+
+
 class TesseractLib:
     """Tesseract's C API through ctypes: the model is loaded once, then each crop costs only its reading."""
 
@@ -122,6 +130,11 @@ class TesseractLib:
         # One OpenMP thread: on one short line tesseract's threads cost far more than they give (10 ms
         # instead of 60 ms of CPU per line here, tesseract-ocr/tesseract#3109). libgomp reads the limit
         # once, when it is loaded, so it is set around loading the library and put back after.
+        if _openmp_loaded():
+            # torch's wheels bundle a libgomp.so.1 of the same name, which tesseract then shares; it was
+            # started without the limit, so tesseract will use every core (~7x the CPU per frame, measured).
+            log.warning("OpenMP was loaded before tesseract (by torch?): OCR runs multi-threaded here; "
+                        "de-identify in a process without torch (egohorizon shards build) for 1-thread OCR")
         previous = os.environ.get("OMP_THREAD_LIMIT")
         os.environ["OMP_THREAD_LIMIT"] = "1"
         try:
