@@ -17,13 +17,12 @@ from omegaconf import DictConfig
 def main(cfg: DictConfig) -> float | None:
     from egohorizon.errors import EgohorizonError
     from egohorizon.run import train
-    from egohorizon.tasks.forecast import format_summary
 
     try:
         result = train(cfg)
     except EgohorizonError as error:  # a problem the user can fix: say what, without a traceback
         raise SystemExit(f"error: {error}") from None
-    print(format_summary(result["summary"], result["objective"]))
+    print(result["summary_text"])
     print(f"run folder: {result['run_dir']}")
     # The value a Hydra sweeper optimises: the validation metric named by `objective` (never a test
     # metric: the test split is only reported).

@@ -1,5 +1,6 @@
 """CaptionDataModule: 30-second windows (frames, gaze, gaze crops, transcript, captions) streamed
-from WebDataset shards for a vision-language captioner (the model side comes later).
+from WebDataset shards, as raw window tensors or, once the backbone's processor is set
+(``set_processor``), as vision-language model inputs for the captioner.
 
 Shards come from ``egohorizon shards build`` (``shards``: the folder with index.json) or, when unset,
 are built from the demo world on first use (``demo_shards_dir``). Held-out days pick whole shards:
@@ -17,6 +18,13 @@ project's split rules. Each batch is a dict (B windows, T frames padded to the l
     crop_valid    bool    [B, T]
     transcript, captions, key, participant, day, session, start, end: lists of length B
 
+With a processor, each window becomes ``{text, images, target}`` (``CaptionSamples``): the chosen
+frames (gaze ring drawn) and the close-up at the middle frame's fixation, the prompt
+(``egohorizon.prompts.caption``: frame times, speech) and the target, the window's gold L1 actions one
+per line (the demo world knows them; a real recording has none). Batches are then what
+``egohorizon.backbones.collate.VisionTextCollator`` makes (``input_ids``, ``labels``, ``pixel_values``,
+``image_grid_thw``, ``mm_token_type_ids``, ...) plus ``ids`` (window keys) and ``captions``.
+
 Counters of skipped and corrupt samples are logged as ``<split>/data_<counter>`` and the run stops
 with a DataError naming the shards when more than ``max_bad_fraction`` of the samples are bad.
 """
@@ -28,10 +36,10 @@ import math
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import numpy as np
 import torch
 
+from datamodules.base import TaskDataModule
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -72,6 +80,49 @@ class CaptionInputs:
         if self.crops:
             out["crops"] = [window.crops[i] for i in chosen]
         return out
+
+
+class CaptionSamples:
+    """Decoded window -> ``{text, images, target}`` for a vision-language captioner (picklable)."""
+
+    def __init__(self, frames_per_window: int | None = None, crops: bool = True, prompt: str | None = None):
+        self.picker = CaptionInputs(frames_per_window, crops)
+        self.crops, self.prompt = crops, prompt
+
+    def __call__(self, window) -> dict[str, Any]:
+        from egohorizon.prompts.caption import render_caption_answer, render_caption_prompt
+
+        meta = window.meta
+        if not window.frames:
+            raise ValueError(f"window {window.key} has no frames (shards built with min_frames=0)")
+        chosen = self.picker.pick(len(window.frames))
+        times = [meta["frames"][i]["t"] - meta["start"] for i in chosen]
+        images = [window.frames[i] for i in chosen]
+        # One close-up, at the fixation of the middle chosen frame that has one (native resolution).
+        crop = None
+        if self.crops and window.crops:
+            middle = sorted(chosen, key=lambda i: abs(i - chosen[len(chosen) // 2]))
+            crop = next((window.crops[i] for i in middle if window.crops[i] is not None), None)
+        text = render_caption_prompt(times, meta["transcript"], window_s=meta["end"] - meta["start"],
+                                     with_crop=crop is not None, prompt=self.prompt)
+        return {"text": text, "images": images + ([crop] if crop is not None else []),
+                "target": render_caption_answer(meta["captions"]), "key": meta["key"],
+                "captions": list(meta["captions"])}
+
+
+class CaptionCollator:
+    """``VisionTextCollator`` plus the window keys (``ids``) and gold captions (picklable)."""
+
+    def __init__(self, processor, with_prompts: bool):
+        from egohorizon.backbones.collate import VisionTextCollator
+
+        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.collate(samples)
+        batch["ids"] = [s["key"] for s in samples]
+        batch["captions"] = [s["captions"] for s in samples]
+        return batch
 
 
 def _fill_images(target: np.ndarray, images_per_sample: list[list[np.ndarray | None]]) -> None:
@@ -153,7 +204,7 @@ def collate_windows(samples: list[dict[str, Any]], reuse_buffers: bool = True) -
     return batch
 
 
-class CaptionDataModule(L.LightningDataModule):
+class CaptionDataModule(TaskDataModule):
     def __init__(
         self,
         shards: str | None = None,
@@ -179,6 +230,8 @@ class CaptionDataModule(L.LightningDataModule):
         max_bad_fraction: float = 0.05,
         min_samples_for_check: int = 32,
         log_every: int = 50,
+        prompt: str | None = None,
+        max_corpus_windows: int = 2000,
         seed: int = 0,
     ):
         super().__init__()
@@ -196,6 +249,8 @@ class CaptionDataModule(L.LightningDataModule):
         self.resampled, self.epoch_samples = resampled, epoch_samples
         self.max_bad_fraction, self.min_samples_for_check = max_bad_fraction, min_samples_for_check
         self.log_every, self.seed = log_every, seed
+        self.prompt_name, self.max_corpus_windows = prompt, max_corpus_windows
+        self.frames_per_window = frames_per_window
         self.index = None
         self.selected: dict[str, list[dict]] = {}
 
@@ -208,7 +263,7 @@ class CaptionDataModule(L.LightningDataModule):
 
     def prepare_data(self) -> None:
         """Builds the demo world's shards on first use (rank 0 only; resumable)."""
-        if self.shards:
+        if self.shards or getattr(self, "_demo_shards_ready", False):
             return
         from egohorizon.data.demo import ensure_demo_world, load_demo_world
         from egohorizon.data.shards.sources import demo_sources
@@ -221,6 +276,39 @@ class CaptionDataModule(L.LightningDataModule):
         config = WindowConfig(long_side=self.long_side, crop_size=self.crop_size, stride=self.demo_window_stride)
         build_shards(demo_sources(world, frame_size=self.long_side, recordings=recordings), self.shard_dir(),
                      config=config, deid="auto")
+        self._demo_shards_ready = True  # prepare() built them; Lightning's prepare_data call finds them
+
+    def prepare(self) -> None:
+        """The shards (the demo world's are built on first use) and the day split."""
+        self.prepare_data()
+        self.setup()
+
+    @property
+    def prompt(self):
+        from egohorizon.prompts import load_prompt
+        from egohorizon.prompts.caption import CAPTION_PROMPT_NAME
+
+        return load_prompt(self.prompt_name or CAPTION_PROMPT_NAME)
+
+    def training_corpus(self) -> list[str]:
+        """Prompts and answers of up to ``max_corpus_windows`` training windows, read from the shards'
+        JSON members only (no image is decoded): what the tiny backbone's tokenizer learns from."""
+        import json
+        import tarfile
+
+        from egohorizon.prompts.caption import render_caption_answer, render_caption_prompt
+
+        texts: list[str] = []
+        for url in self.index.urls(self.selected["train"]):
+            with tarfile.open(url) as tar:
+                for member in tar:
+                    if not member.name.endswith(".json") or len(texts) >= 2 * self.max_corpus_windows:
+                        continue
+                    meta = json.loads(tar.extractfile(member).read())
+                    times = [f["t"] - meta["start"] for f in meta["frames"]]
+                    texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name))
+                    texts.append(render_caption_answer(meta["captions"]))
+        return texts
 
     def setup(self, stage: str | None = None) -> None:
         from egohorizon.data.shards.index import ShardIndex
@@ -260,12 +348,17 @@ class CaptionDataModule(L.LightningDataModule):
         if not entries:
             raise ConfigError(f"no shards for the {split!r} split in {self.shard_dir()}: the split has no days "
                               "with shards (check data.split_file or the val/test fractions)")
+        if self.processor is not None:  # model inputs for a vision-language model
+            model_inputs = CaptionSamples(self.frames_per_window, self.inputs.crops, self.prompt_name)
+            collate, into_batch = CaptionCollator(self.processor, with_prompts=not train), False
+        else:  # raw window tensors, decoded straight into the batch (egohorizon.data.shards.arena)
+            model_inputs, collate, into_batch = self.inputs, collate_windows, True
         stream = WindowStream(self.index.urls(entries), expected_samples=self.index.expected_samples(),
                               batch_size=self.batch_size if train else self.eval_batch_size,
-                              model_inputs=self.inputs, collate=collate_windows, shuffle=train,
+                              model_inputs=model_inputs, collate=collate, shuffle=train,
                               shuffle_buffer=self.shuffle_buffer, seed=self.seed,
                               resampled=self.resampled and train, crops=self.inputs.crops,
-                              decode_into_batch=True)
+                              decode_into_batch=into_batch)
         epoch_batches = None
         if train and self.resampled:
             epoch_batches = max(1, self.epoch_samples // (self.batch_size * stream.world_size))

@@ -21,10 +21,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import lightning as L
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
+from datamodules.base import TaskDataModule
 from egohorizon.errors import ConfigError
 from egohorizon.schema import Event, ForecastPoint, load_jsonl, write_jsonl
 
@@ -34,7 +34,7 @@ SPLITS = ("train", "val", "test")
 IGNORE_INDEX = -100
 
 
-class ForecastDataModule(L.LightningDataModule):
+class ForecastDataModule(TaskDataModule):
     def __init__(
         self,
         events: str | None = None,
@@ -83,6 +83,9 @@ class ForecastDataModule(L.LightningDataModule):
         self._datasets: dict[str, Dataset] = {}
 
     # -- points --------------------------------------------------------------------------------
+
+    def prepare(self) -> None:
+        self.prepare_points()
 
     def prepare_points(self) -> dict[str, list[ForecastPoint]]:
         """Builds or loads the points once (deterministic, so every rank gets the same ones)."""
@@ -222,7 +225,7 @@ class ForecastDataModule(L.LightningDataModule):
     # -- tokenisation --------------------------------------------------------------------------
 
     def set_tokenizer(self, tokenizer) -> None:
-        self.tokenizer = tokenizer
+        super().set_tokenizer(tokenizer)
         self._datasets.clear()
 
     def _encode(self, text: str) -> list[int]:

@@ -15,6 +15,8 @@ from egohorizon.run import build_callbacks, build_loggers, build_model
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF = REPO_ROOT / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
+FORECAST_EXPERIMENTS = [e for e in EXPERIMENTS if e.startswith("forecast_")]
+CAPTION_EXPERIMENTS = [e for e in EXPERIMENTS if e.startswith("caption_")]
 TOY = [
     "backbone.hidden_size=32",
     "backbone.intermediate_size=64",
@@ -43,7 +45,11 @@ def _instantiate_all(cfg, run_dir: Path, accelerator: str | None = None):
     return datamodule, backbone, model, callbacks, trainer
 
 
-@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_is_tested_below():
+    assert set(FORECAST_EXPERIMENTS) | set(CAPTION_EXPERIMENTS) == set(EXPERIMENTS)
+
+
+@pytest.mark.parametrize("experiment", FORECAST_EXPERIMENTS)
 def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
     cfg = _compose(
         "train",
@@ -67,6 +73,24 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
     assert model.optimizer_factory.keywords["lr"] == 2e-3  # finetune/tiny.yaml: a random model learns faster
     assert {type(c).__name__ for c in callbacks} >= {"AdapterCheckpoint", "GenerationEvalCallback"}
     assert trainer.max_epochs == cfg.trainer.max_epochs
+
+
+@pytest.mark.parametrize("experiment", CAPTION_EXPERIMENTS)
+def test_every_caption_experiment_composes_and_instantiates(experiment, tmp_path):
+    cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY])
+    datamodule, backbone, model, callbacks, trainer = _instantiate_all(cfg, tmp_path)
+    assert type(datamodule).__name__ == "CaptionDataModule" and type(model).__name__ == "CaptionModule"
+    assert model.lora_vision and backbone.architecture.endswith("_vl") and cfg.task_name == experiment
+    assert cfg.objective == "val/loss" and cfg.objective_mode == "min"
+    checkpoint = next(c for c in callbacks if type(c).__name__ == "AdapterCheckpoint")
+    assert checkpoint.monitor == "val/loss" and checkpoint.mode == "min"
+    assert not any(type(c).__name__ == "GenerationEvalCallback" for c in callbacks)
+
+
+def test_a_test_metric_is_never_the_checkpoint_monitor(tmp_path):
+    for task in ("forecast", "caption"):
+        cfg = _compose("train", [f"task={task}", f"paths.run_dir={tmp_path}"])
+        assert str(cfg.callbacks.model_checkpoint.monitor).startswith("val/")
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,6 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from egohorizon.errors import ConfigError
-from egohorizon.tasks.forecast import ForecastTask
 
 log = logging.getLogger(__name__)
 
@@ -73,18 +72,19 @@ def build_datamodule(cfg: DictConfig):
     from hydra.utils import instantiate
 
     datamodule = instantiate(cfg.data, _convert_="all")
-    datamodule.prepare_points()
+    datamodule.prepare()  # datamodules/base.py: the calls run.py makes, in order
     return datamodule
 
 
 def build_backbone(cfg: DictConfig, datamodule):
     """The backbone, prepared (the tiny one trains its tokenizer on the training text), and its
-    tokenizer handed to the datamodule."""
+    tokenizer and image processor (None for a text-only backbone) handed to the datamodule."""
     from hydra.utils import instantiate
 
     backbone = instantiate(cfg.backbone, _convert_="all")
     backbone.prepare(corpus=datamodule.training_corpus)
     datamodule.set_tokenizer(backbone.load_tokenizer())
+    datamodule.set_processor(backbone.load_processor())
     return backbone
 
 
@@ -207,7 +207,9 @@ def eval_callback(trainer):
     return None
 
 
-def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, Any]:
+def write_outputs(
+    cfg: DictConfig, trainer, model, run_dir: Path, val_losses: dict[str, float] | None = None
+) -> dict[str, Any]:
     """``metrics.json``: the evaluation callback's metrics per split, the validation objective that
     ranked the checkpoints, the test summary rows (reported, never used to choose), what ran."""
     callback = eval_callback(trainer)
@@ -226,12 +228,40 @@ def write_outputs(cfg: DictConfig, trainer, model, run_dir: Path) -> dict[str, A
         if (run_dir / "checkpoints" / "last.ckpt").exists()
         else None,
         "objective": objective_value(cfg, checkpoint, split_metrics.get("val", {})),
-        "metrics": split_metrics,
-        "summary": ForecastTask().summary_rows(test_evaluation),
+        "metrics": split_metrics or {**(val_losses or {}), **_loss_metrics(trainer)},
     }
+    out["summary"], out["summary_text"] = summarise(cfg, model, test_evaluation, out)
     if trainer.is_global_zero:
         (run_dir / "metrics.json").write_text(json.dumps(out, indent=2))
     return out
+
+
+def summarise(cfg: DictConfig, model, evaluation, outputs: dict[str, Any]) -> tuple[list, str]:
+    """The summary rows and table of the run's task (``eval_task``: an egohorizon.tasks entry); a task
+    without generation metrics yet gets its held-out losses."""
+    name = cfg.get("eval_task")
+    if name:
+        from egohorizon.tasks import task_class
+
+        task = task_class(name).from_generation(model.generation)
+        rows = task.summary_rows(evaluation)
+        return rows, task.format_summary(rows, outputs["objective"])
+    losses = outputs["metrics"]
+    value = outputs["objective"]["value"]
+    return [], (
+        f"Held-out loss: val {_fmt(losses.get('val/loss'))}, test {_fmt(losses.get('test/loss'))} "
+        f"(no generation metrics for this task yet)\nCheckpoint chosen on validation: "
+        f"{outputs['objective']['name']} = {_fmt(value)}"
+    )
+
+
+def _fmt(value) -> str:
+    return "n/a" if value is None else f"{float(value):.4f}"
+
+
+def _loss_metrics(trainer) -> dict[str, float]:
+    """The held-out losses Lightning collected (a run without an evaluation callback)."""
+    return {k: float(v) for k, v in trainer.callback_metrics.items() if k in ("val/loss", "test/loss")}
 
 
 def objective_value(cfg: DictConfig, checkpoint, val_metrics: dict[str, float]) -> dict[str, Any]:
@@ -261,9 +291,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     trainer = build_trainer(cfg, build_callbacks(cfg), build_loggers(cfg, run_dir))
     _log_hyperparameters(trainer, cfg, model)
     fit(trainer, model, datamodule, resolve_ckpt_path(cfg, run_dir))
+    val_losses = _loss_metrics(trainer)  # the last validation's; trainer.test replaces them
     if cfg.get("test_after_fit", True):
         test(trainer, model, datamodule)
-    outputs = write_outputs(cfg, trainer, model, run_dir)
+    outputs = write_outputs(cfg, trainer, model, run_dir, val_losses)
     close_loggers(trainer)
     return outputs
 

@@ -1,0 +1,49 @@
+"""TaskDataModule: what ``egohorizon.run`` may call on any task's datamodule, with defaults.
+
+``run.train`` builds a datamodule from the config and then, in this order:
+
+1. ``prepare()``: build or load what the splits need (forecast points, the demo world's shards), once,
+   before anything else; the split is fixed here.
+2. ``training_corpus()``: texts of the training split, only called when a backbone needs them (the
+   tiny offline backbone trains its tokenizer on them; a real one never calls it).
+3. ``set_tokenizer(tokenizer)`` and ``set_processor(processor)``: the backbone's text tokenizer, and its
+   image processor (None for a text-only backbone). A datamodule that feeds images needs the processor.
+4. Lightning's ``train/val/test_dataloader``.
+5. ``eval_items(split)``: item id -> item of a held-out split, what the generation-eval callback parses
+   and scores (``egohorizon.tasks``); only tasks that have a callback need it.
+
+Nothing is patched into a datamodule from outside: these calls are the whole interface.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import lightning as L
+
+
+class TaskDataModule(L.LightningDataModule):
+    tokenizer: Any = None
+    processor: Any = None
+
+    def prepare(self) -> None:
+        """Build or load the splits' inputs; called once, before the backbone is prepared."""
+
+    def training_corpus(self) -> list[str]:
+        """Texts of the training split for a tokenizer trained in code; none by default."""
+        return []
+
+    def set_tokenizer(self, tokenizer) -> None:
+        self.tokenizer = tokenizer
+
+    def set_processor(self, processor) -> None:
+        self.processor = processor
+
+    def eval_items(self, split: str) -> dict[str, Any]:
+        """The held-out items of ``split`` by id; a datamodule without generation metrics has none."""
+        from egohorizon.errors import ConfigError
+
+        raise ConfigError(
+            f"{type(self).__name__} has no items to score (split {split!r}): this task has no "
+            "generation-eval callback yet; remove it from the callbacks"
+        )
