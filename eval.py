@@ -17,10 +17,11 @@ from omegaconf import DictConfig
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
     from egohorizon.errors import EgohorizonError
-    from egohorizon.run_eval import evaluate_run, format_rows
+    from egohorizon.run import evaluate
+    from egohorizon.run_eval import format_rows
 
     try:
-        result = evaluate_run(cfg)
+        result = evaluate(cfg)
     except EgohorizonError as error:
         raise SystemExit(f"error: {error}") from None
     if "sweep" in result:

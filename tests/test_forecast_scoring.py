@@ -83,8 +83,12 @@ def test_flat_metrics_name_the_source_only_when_there_are_several():
     report = evaluate(points, {"a": [["y"]], "b": [["y"]]}, get_embedder("exact"), "val").report
     keys = flat_metrics(report, "val", "forecast")
     assert keys["val/forecast_S_demo_L3_K1"] == 1.0 and keys["val/forecast_S_epic_L3_K1"] == 0.0
-    rows = group_rows(keys, "val")
-    assert [(r["source"], r["level"], r["k"]) for r in rows] == [("demo", 3, 1), ("epic", 3, 1)]
+    rows = group_rows({"forecast": report})
+    assert [(r["source"], r["level"], r["k"], r["group"]) for r in rows] == [
+        ("demo", 3, 1, "demo_L3_K1"),
+        ("epic", 3, 1, "epic_L3_K1"),
+    ]
+    assert rows[0]["forecast_S"] == 1.0 and rows[1]["forecast_S"] == 0.0  # one point each: no random pool
 
 
 def test_prediction_records_keep_raw_text_and_stay_rescorable():
@@ -148,8 +152,7 @@ def test_summary_table_has_every_source_level_and_k_with_the_baselines():
     assert "0.500 ( 0.600)" in text and "0.250 ( 0.400)" in text and "0.000 ( 0.200)" in text
     assert "epic  5  10" in text and "val/forecast_S_norm_L1_K1 = 0.4200" in text
     assert summary_rows(None) == [] and "no test scores" in format_summary([])
-    metrics = {"test/forecast_S_L3_K1": 0.6, "test/forecast_n_L3_K1": 10.0}
-    assert "L3_K1" in format_rows(group_rows(metrics, "test"))
+    assert "demo_L1_K1" in format_rows(group_rows({"forecast": evaluation.report}))
 
 
 def test_the_objective_is_a_validation_metric_and_the_best_checkpoint_score():

@@ -14,7 +14,7 @@ import torch
 from forecast_toy_world import write_toy_events
 from hydra import compose, initialize_config_dir
 
-from egohorizon.run import resolve_ckpt_path, train
+from egohorizon.run import evaluate, resolve_ckpt_path, train
 from egohorizon.run_eval import evaluate_run, resolve_adapter
 from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
 
@@ -172,9 +172,7 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     tmp_path, events, _, _ = trained
     run = tmp_path / "train"
     common = [*toy_overrides(events, tmp_path, "sweep_context"), "embedder=exact", "data.ks=[1]"]
-    result = evaluate_run(
-        _compose("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"])
-    )
+    result = evaluate(_compose("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"]))
     rows = result["rows"]
     assert [(r["n_context"], r["k"]) for r in rows] == [(1, 1), (4, 1)]
     assert rows[0]["context_shown_mean"] == 1 and rows[1]["context_shown_mean"] > 1
@@ -192,7 +190,7 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
             "predictors=[repeat_last,random]",
         ],
     )
-    result = evaluate_run(levels)
+    result = evaluate(levels)
     assert {(r["level"], r["k"]) for r in result["rows"]} == {(3, 1), (3, 10)}
     assert (tmp_path / "sweep_levels" / "sweep_levels.png").stat().st_size > 0
 

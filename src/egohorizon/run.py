@@ -299,6 +299,19 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     return outputs
 
 
+def evaluate(cfg: DictConfig) -> dict[str, Any]:
+    """``python eval.py``: the predictors on a held-out split, or a study (``+sweep=context|levels``).
+    Dispatching here keeps run_eval and run_sweeps from importing each other."""
+    run_dir = setup_run(cfg)
+    if cfg.get("sweep"):
+        from egohorizon.run_sweeps import run_sweep
+
+        return run_sweep(cfg, run_dir)
+    from egohorizon.run_eval import evaluate_run
+
+    return evaluate_run(cfg, run_dir)
+
+
 def close_loggers(trainer) -> None:
     """Ends the W&B run now (it would at exit), so its closing lines come before the caller's summary."""
     for logger in trainer.loggers:

@@ -164,6 +164,7 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         evaluation = model_evaluation(cfg, model, datamodule, out_dir)
         metrics = {k.replace("test/", f"{split}/", 1): v for k, v in evaluation.metrics.items()}
         report = {"model": evaluation.report, **evaluation.baselines}
+        by_prefix = {"forecast": evaluation.report, "repeat_last": evaluation.baselines["repeat_last"]}
     else:  # the baselines need no model
         baseline = evaluate(
             points,
@@ -176,6 +177,7 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         )
         metrics = flat_metrics(baseline.report, split, "repeat_last")
         report = {"repeat_last": baseline.report}
+        by_prefix = {"repeat_last": baseline.report}
         write_jsonl(
             out_dir / "predictions" / "repeat_last.jsonl",
             [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c],
@@ -183,9 +185,10 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
     if "llm" in predictors:
         llm = llm_evaluation(cfg, datamodule, out_dir, split)
         metrics.update(llm.metrics)
-        report["llm"] = llm.report
+        report["llm"] = by_prefix["llm"] = llm.report
     if "repeat_last" not in predictors:
         report.pop("repeat_last", None)
+        by_prefix.pop("repeat_last", None)
         metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
     if "random" not in predictors:
         metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
@@ -195,7 +198,7 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         "predictors": predictors,
         "metrics": metrics,
         "reports": report,
-        "rows": group_rows(metrics, split),
+        "rows": group_rows(by_prefix, with_random="random" in predictors),
     }
 
 
@@ -249,29 +252,34 @@ def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
     return evaluation
 
 
-def group_rows(metrics: dict[str, float], split: str) -> list[dict[str, Any]]:
-    """One row per (source,) level and K found in the flat metrics, every predictor side by side."""
-    rows: dict[str, dict[str, Any]] = {}
-    for key, value in metrics.items():
-        name = key.split("/", 1)[1]
-        for prefix in ("forecast", "llm", "repeat_last", "random"):
-            if not name.startswith(prefix + "_"):
-                continue
-            rest = name[len(prefix) + 1 :]
-            for stat in ("S_norm", "invalid_rate", "S", "n"):
-                if rest.startswith(stat + "_") and "_L" in rest:
-                    group = rest[len(stat) + 1 :]
-                    row = rows.setdefault(group, {"group": group, **_parse_group(group)})
-                    row[f"{prefix}_{stat}"] = value
-                    break
-            break
-    return sorted(rows.values(), key=lambda r: (r["source"], r["level"], r["k"]))
+def group_rows(reports: dict[str, dict[str, Any]], with_random: bool = True) -> list[dict[str, Any]]:
+    """One row per (source, level, K), every predictor side by side, from the structured reports
+    (``{"forecast" | "llm" | "repeat_last": report}``): ``<predictor>_S``, ``_S_norm``,
+    ``_invalid_rate``, ``_n``, and the random baseline's ``random_S`` (its S_rand)."""
+    from egohorizon.tasks.forecast import group_suffix
 
-
-def _parse_group(group: str) -> dict[str, Any]:
-    head, _, k = group.rpartition("_K")
-    source, _, level = head.rpartition("L")
-    return {"source": source.rstrip("_"), "level": int(level), "k": int(k)}
+    rows: dict[tuple, dict[str, Any]] = {}
+    for report in reports.values():
+        several = len({g["source"] for g in report["groups"]}) > 1
+        for g in report["groups"]:
+            rows.setdefault(
+                (g["source"], g["level"], g["k"]),
+                {"group": group_suffix(g, several), "source": g["source"], "level": g["level"], "k": g["k"]},
+            )
+    for prefix, report in reports.items():
+        for g in report["groups"]:
+            row = rows[(g["source"], g["level"], g["k"])]
+            row.update(
+                {
+                    f"{prefix}_S": g["S"],
+                    f"{prefix}_S_norm": g["S_norm"],
+                    f"{prefix}_invalid_rate": g["invalid"] / g["n"] if g["n"] else 0.0,
+                    f"{prefix}_n": float(g["n"]),
+                }
+            )
+            if with_random and g.get("S_rand") is not None:
+                row["random_S"] = g["S_rand"]
+    return [rows[key] for key in sorted(rows)]
 
 
 def format_rows(rows: list[dict[str, Any]]) -> str:
@@ -301,14 +309,13 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 # -- entry ------------------------------------------------------------------------------------------
 
 
-def evaluate_run(cfg: DictConfig) -> dict[str, Any]:
-    from egohorizon.run import setup_run
+def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
+    """The configured predictors on one held-out split (the studies are ``egohorizon.run_sweeps``;
+    ``egohorizon.run.evaluate`` chooses between them)."""
+    if run_dir is None:
+        from egohorizon.run import setup_run
 
-    run_dir = setup_run(cfg)
-    if cfg.get("sweep"):
-        from egohorizon.run_sweeps import run_sweep
-
-        return run_sweep(cfg, run_dir)
+        run_dir = setup_run(cfg)
     datamodule = build_eval_datamodule(cfg)
     model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
     result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
