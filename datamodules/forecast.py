@@ -60,7 +60,11 @@ class ForecastDataModule(TaskDataModule):
         num_workers: int = 0,
         seed: int = 0,
         save_points_to: str | None = None,
+        eval_split: str = "test",
+        points_file: str | None = None,
     ):
+        """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
+        ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``)."""
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
@@ -77,6 +81,9 @@ class ForecastDataModule(TaskDataModule):
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
         self.bucket_factor, self.num_workers, self.seed = bucket_factor, num_workers, seed
         self.save_points_to = save_points_to
+        if eval_split not in ("val", "test"):
+            raise ConfigError(f"split: expected 'val' or 'test', got {eval_split!r}")
+        self.eval_split, self.points_file = eval_split, points_file
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
         self.tokenizer = None
@@ -91,6 +98,8 @@ class ForecastDataModule(TaskDataModule):
         """Builds or loads the points once (deterministic, so every rank gets the same ones)."""
         if self.points is not None:
             return self.points
+        if self.points_file:
+            return self._points_from_file()
         # build_points runs the leakage guard on every point it makes; loaded points are checked here.
         points, events, split = self._load_points() if self.points_dir else self._build_points()
         if self.points_dir and events is not None and split is not None:
@@ -109,7 +118,21 @@ class ForecastDataModule(TaskDataModule):
             )
         if self.save_points_to:
             self._save_points(Path(self.save_points_to))
-        return points
+        if self.eval_split != "test":  # the test loop evaluates the chosen split; test stays unseen
+            self.points = {**points, "test": points[self.eval_split]}
+        return self.points
+
+    def _points_from_file(self) -> dict[str, list[ForecastPoint]]:
+        points = load_jsonl(self.points_file, ForecastPoint)
+        if not points:
+            raise ConfigError(f"points: {self.points_file} holds no forecast points")
+        log.warning(
+            "points=%s: evaluated as given; the leakage guard needs the events and the day split "
+            "(use data=forecast_points with data.events to have them re-checked)",
+            self.points_file,
+        )
+        self.points = {"train": [], "val": [], "test": points}
+        return self.points
 
     def load_events(self) -> list[Event]:
         if self.events_path:
@@ -316,6 +339,16 @@ class ForecastDataModule(TaskDataModule):
             collate_fn=EvalCollator(self.tokenizer.pad_token_id),
             num_workers=self.num_workers,
         )
+
+    def mean_context_shown(self, name: str = "test") -> float | None:
+        """Mean number of context events the prompts of a split kept after truncation to ``max_length``
+        (the points' own context when nothing was tokenised: baselines only)."""
+        dataset = self._datasets.get(name)
+        if dataset is None:
+            points = self.prepare_points()[name]
+            return sum(len(p.context) for p in points) / len(points) if points else None
+        items = dataset.items
+        return sum(i["context_kept"] for i in items) / len(items) if items else None
 
     def eval_items(self, name: str) -> dict[str, ForecastPoint]:
         """The held-out points of a split by id (what the evaluation callback scores)."""

@@ -139,10 +139,16 @@ def eval_stubs(entries, monkeypatch):
         seen.append({"adapter": run_eval.resolve_adapter(cfg.ckpt), "points": cfg.points,
                      "run_dir": cfg.paths.run_dir})
 
-    monkeypatch.setattr(run, "setup_run", lambda cfg: Path(cfg.paths.run_dir).mkdir(parents=True))
-    monkeypatch.setattr(run_eval, "build_eval_datamodule", lambda cfg: None)
+    def setup_run(cfg):
+        Path(cfg.paths.run_dir).mkdir(parents=True)
+        return Path(cfg.paths.run_dir)
+
+    monkeypatch.setattr(run, "setup_run", setup_run)
+    monkeypatch.setattr(run_eval, "prompt_settings", lambda cfg: {})
+    monkeypatch.setattr(run_eval, "build_eval_datamodule", lambda cfg, **settings: None)
     monkeypatch.setattr(run_eval, "build_eval_model", build_model)
-    monkeypatch.setattr(run_eval, "evaluate_predictors", lambda *args: {"reports": {"model": entries[0].report}})
+    monkeypatch.setattr(run_eval, "evaluate_predictors",
+                        lambda *args: {"reports": {"model": entries[0].report}, "metrics": {}})
     return seen
 
 

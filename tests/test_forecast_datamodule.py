@@ -145,3 +145,23 @@ def test_configuration_mistakes_are_named(events_file, tmp_path):
         ForecastDataModule(events=str(tmp_path / "missing.jsonl")).prepare_points()
     with pytest.raises(ConfigError, match="set_tokenizer"):
         _datamodule(events_file).setup("fit")
+
+
+def test_the_evaluated_split_and_a_points_file_are_constructor_arguments(events_file, tmp_path):
+    """eval.py's split=val and points=FILE are decided when the datamodule is built, not patched in."""
+    plain = _datamodule(events_file).prepare_points()
+    on_val = _datamodule(events_file, tmp_path, eval_split="val")
+    points = on_val.prepare_points()
+    assert [p.id for p in points["test"]] == [p.id for p in plain["val"]]
+    assert [p.id for p in load_jsonl(tmp_path / "points" / "points_test.jsonl", ForecastPoint)] == [
+        p.id for p in plain["test"]
+    ]  # the saved split files keep their own points
+    file = tmp_path / "mine.jsonl"
+    write_jsonl(file, plain["val"][:3])
+    from_file = _datamodule(events_file, points_file=str(file)).prepare_points()
+    assert [p.id for p in from_file["test"]] == [p.id for p in plain["val"][:3]] and not from_file["train"]
+    with pytest.raises(ConfigError, match="split: expected 'val' or 'test'"):
+        _datamodule(events_file, eval_split="train")
+    (tmp_path / "empty.jsonl").write_text("")
+    with pytest.raises(ConfigError, match="holds no forecast points"):
+        _datamodule(events_file, points_file=str(tmp_path / "empty.jsonl")).prepare_points()

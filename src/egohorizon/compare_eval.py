@@ -122,16 +122,9 @@ def config_literal(text: str) -> str:
 
 def evaluate_checkpoint(adapter: Path, points: Path, run_dir: Path, overrides: list[str]) -> dict[str, Any]:
     """``eval.py ckpt=<adapter> points=<points>`` in this process; returns run_eval's result dict."""
-    from egohorizon.run import setup_run
-    from egohorizon.run_eval import build_eval_datamodule, build_eval_model, evaluate_predictors
+    from egohorizon.run_eval import evaluate_run
 
-    cfg = eval_config(adapter, points, run_dir, overrides)
-    setup_run(cfg)
-    datamodule = build_eval_datamodule(cfg)
-    model = build_eval_model(cfg, datamodule)
-    result = evaluate_predictors(cfg, datamodule, model, run_dir, "test")
-    (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
-    return result
+    return evaluate_run(eval_config(adapter, points, run_dir, overrides))
 
 
 def evaluate_checkpoints(targets: list[str], points: Path, out_dir: Path,

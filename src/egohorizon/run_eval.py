@@ -25,7 +25,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from egohorizon.errors import ConfigError
-from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
+from egohorizon.schema import write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -36,27 +36,32 @@ PREDICTORS = ("model", "llm", "repeat_last", "random")
 
 
 def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
-    """The data config's datamodule with its points built or loaded, and the evaluated split placed in
-    its test slot (``trainer.test`` runs it); ``points=FILE`` replaces the split by that file."""
+    """The data config's datamodule, built with the evaluated split in its test slot (``split``), or
+    the ``points`` file instead of any split, and ``data_overrides`` (the adapter's prompt settings,
+    a study's context length or levels); its points are built or loaded here."""
     from hydra.utils import instantiate
 
     # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
     data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
-    datamodule = instantiate(cfg.data, _convert_="all", **data_overrides)
-    if cfg.get("points"):
-        points = load_jsonl(cfg.points, ForecastPoint)
-        if not points:
-            raise ConfigError(f"points: {cfg.points} holds no forecast points")
-        log.warning(
-            "points=%s: evaluated as given; the leakage guard needs the events and the day split "
-            "(use data=forecast_points with data.events to have them re-checked)",
-            cfg.points,
-        )
-        datamodule.points = {"train": [], "val": [], "test": points}
-    else:
-        points = datamodule.prepare_points()
-        datamodule.points = {**points, "test": points[cfg.split]}
+    datamodule = instantiate(
+        cfg.data, _convert_="all", eval_split=cfg.split, points_file=cfg.get("points"), **data_overrides
+    )
+    datamodule.prepare()
     return datamodule
+
+
+def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
+    """What the datamodule must render prompts with, decided before it is built: a trained adapter's
+    own prompt file (saved beside it), or, for an untrained backbone prompted in context, one answer
+    listing every candidate."""
+    if "model" not in cfg.predictors:
+        return {}
+    if cfg.get("ckpt"):
+        adapter = resolve_adapter(cfg.ckpt)
+        meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
+        prompt_file = adapter / f"{meta['prompt']['name']}.txt"
+        return {"prompt": str(prompt_file)} if prompt_file.is_file() else {}
+    return {"eval_prompt_candidates": int(cfg.model.generation.num_candidates)}
 
 
 # -- the model predictor ----------------------------------------------------------------------------
@@ -85,7 +90,8 @@ def resolve_adapter(ckpt: str) -> Path:
 
 
 def build_eval_model(cfg: DictConfig, datamodule):
-    """(ForecastModule, backbone) for the ``model`` predictor; sets the datamodule's tokenizer/prompt."""
+    """The ``model`` predictor (a trained adapter, or the config's backbone prompted in context); hands
+    its tokenizer to the datamodule, which was built with ``prompt_settings``."""
     from hydra.utils import instantiate
 
     from egohorizon.backbones import HFBackbone
@@ -94,8 +100,6 @@ def build_eval_model(cfg: DictConfig, datamodule):
         adapter = resolve_adapter(cfg.ckpt)
         meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
         backbone = HFBackbone(path=cfg.get("base_path") or meta["base_path"])
-        prompt_file = adapter / f"{meta['prompt']['name']}.txt"
-        datamodule.prompt_name = str(prompt_file) if prompt_file.is_file() else datamodule.prompt_name
         _warn_on_data_mismatch(meta.get("data", {}), datamodule)
         model = instantiate(
             cfg.model,
@@ -110,7 +114,6 @@ def build_eval_model(cfg: DictConfig, datamodule):
         backbone.prepare(corpus=datamodule.training_corpus)
         # In context: one answer that lists every candidate, as the prompt asks.
         generation = {**OmegaConf.to_container(cfg.model.generation, resolve=True), "mode": "in_prompt"}
-        datamodule.eval_prompt_candidates = generation["num_candidates"]
         model = instantiate(
             cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation, _convert_="all"
         )
@@ -316,7 +319,7 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
         from egohorizon.run import setup_run
 
         run_dir = setup_run(cfg)
-    datamodule = build_eval_datamodule(cfg)
+    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
     model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
     result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
     result.update(

@@ -51,30 +51,22 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 def _evaluate_with(
     cfg: DictConfig, run_dir: Path, tag: str, model, **data_overrides
 ) -> tuple[list[dict], Any]:
-    from egohorizon.run_eval import build_eval_datamodule, build_eval_model, evaluate_predictors
+    from egohorizon.run_eval import (
+        build_eval_datamodule,
+        build_eval_model,
+        evaluate_predictors,
+        prompt_settings,
+    )
 
-    datamodule = build_eval_datamodule(cfg, **data_overrides)
+    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg), **data_overrides)
     if "model" in cfg.predictors:
         if model is None:
             model = build_eval_model(cfg, datamodule)
-        else:  # same model, new points: hand over its tokenizer and prompt settings
-            datamodule.prompt_name = model.prompt_name or datamodule.prompt_name
-            datamodule.eval_prompt_candidates = (
-                model.generation["num_candidates"] if model.generation["mode"] == "in_prompt" else 1
-            )
+        else:  # the same model on new points: its tokenizer
             datamodule.set_tokenizer(model.backbone.load_tokenizer())
     result = evaluate_predictors(cfg, datamodule, model, run_dir / tag, cfg.split)
-    kept = _mean_context_kept(datamodule)
+    kept = datamodule.mean_context_shown("test")
     return [{**row, "context_shown_mean": kept} for row in result["rows"]], model
-
-
-def _mean_context_kept(datamodule) -> float | None:
-    dataset = datamodule._datasets.get("test")
-    if dataset is None:  # baselines only: the points' own context
-        points = datamodule.points["test"]
-        return sum(len(p.context) for p in points) / len(points) if points else None
-    items = dataset.items
-    return sum(i["context_kept"] for i in items) / len(items) if items else None
 
 
 def _context_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
