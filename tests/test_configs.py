@@ -78,7 +78,7 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
 @pytest.mark.parametrize("experiment", CAPTION_EXPERIMENTS)
 def test_every_caption_experiment_composes_and_instantiates(experiment, tmp_path):
     cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY])
-    datamodule, backbone, model, callbacks, trainer = _instantiate_all(cfg, tmp_path)
+    datamodule, backbone, model, callbacks, _trainer = _instantiate_all(cfg, tmp_path)
     assert type(datamodule).__name__ == "CaptionDataModule" and type(model).__name__ == "CaptionModule"
     assert model.lora_vision and backbone.architecture.endswith("_vl") and cfg.task_name == experiment
     assert cfg.objective == "val/loss" and cfg.objective_mode == "min"

@@ -7,8 +7,16 @@ import json
 import pytest
 
 from egohorizon.cli import main
-from egohorizon.schema import (Event, ForecastPoint, QAItem, RecordError, Segment, load_jsonl,
-                               read_jsonl, write_jsonl)
+from egohorizon.schema import (
+    Event,
+    ForecastPoint,
+    QAItem,
+    RecordError,
+    Segment,
+    load_jsonl,
+    read_jsonl,
+    write_jsonl,
+)
 
 
 def _event(**overrides):

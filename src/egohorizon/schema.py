@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Self, TypeVar
 
 LEVELS = (1, 2, 3, 4, 5)
 HANDS = ("left", "right")
@@ -215,7 +215,7 @@ class Record:
     ONE_OF: ClassVar[tuple[tuple[str, ...], str]] = ((), "")
 
     @classmethod
-    def from_dict(cls: type[R], obj: Any) -> tuple[R | None, list[tuple[str, str]]]:
+    def from_dict(cls, obj: Any) -> tuple[Self | None, list[tuple[str, str]]]:
         """Validate ``obj``; returns (record or None, [(field, problem), ...])."""
         if not isinstance(obj, dict):
             return None, [("", f"expected a JSON object, got {type(obj).__name__}")]
@@ -406,8 +406,8 @@ class ForecastPoint(Record):
     def _cross_checks(cls, values):
         problems = []
         if "targets" in values and "windows" in values and len(values["targets"]) != len(values["windows"]):
-            problems.append(("windows", f"expected one window per target ({len(values['targets'])}), "
-                                        f"got {len(values['windows'])}"))
+            n_targets, n_windows = len(values["targets"]), len(values["windows"])
+            problems.append(("windows", f"expected one window per target ({n_targets}), got {n_windows}"))
         # a point has exactly K targets (SPEC §2; points.py drops candidates with fewer): a K=5
         # group must not hold 3-target points, whose scores are not comparable
         if "targets" in values and "k" in values and len(values["targets"]) != values["k"]:
@@ -415,8 +415,8 @@ class ForecastPoint(Record):
         if "context" in values and "t0" in values:
             for i, event in enumerate(values["context"]):
                 if event["end"] > values["t0"] + 1e-9:
-                    problems.append(("context", f"item {i} ends at {event['end']}, after t0 {values['t0']}: "
-                                                "future leaked into the context"))
+                    message = f"item {i} ends at {event['end']}, after t0 {values['t0']}: future leaked into the context"
+                    problems.append(("context", message))
                     break
         return problems
 

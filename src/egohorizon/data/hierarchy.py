@@ -14,6 +14,7 @@ The report also gives per-level counts, mean durations and adjacent-level compre
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -126,7 +127,7 @@ def _check_children(event: Event, by_id: dict[str, Event], position: dict[str, i
     not_mine = [c.id for c in children if c.parent != event.id]
     if not_mine:
         problems.append(f"{where}: children {not_mine[:3]} name another parent")
-    if any(b.start < a.start for a, b in zip(children, children[1:])):
+    if any(b.start < a.start for a, b in itertools.pairwise(children)):
         problems.append(f"{where}: children are not listed in time order")
     ranks = [position[c.id] for c in children]
     if sorted(ranks) != list(range(min(ranks), min(ranks) + len(ranks))):
