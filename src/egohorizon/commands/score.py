@@ -259,18 +259,19 @@ def run_qa(args: argparse.Namespace) -> int:
     import json
 
     from egohorizon.errors import DataError
-    from egohorizon.metrics.qa import extract_answer, score_qa
     from egohorizon.metrics.report import format_qa
     from egohorizon.schema import QAItem, QAPrediction
+    from egohorizon.tasks import get_task
 
+    task = get_task("qa")  # the same parsing and scoring as the evaluation callback's
     items = _load_gold(args, QAItem)
     records = _load(args.pred, QAPrediction)
-    options = {item.id: item.options for item in items}
+    by_id = {item.id: item for item in items}
     answers = {}
     for r in records:
-        if r.id in options:
+        if r.id in by_id:
             raw = r.answer if r.answer is not None else r.text
-            answers[r.id] = extract_answer(raw, options[r.id])
+            answers[r.id] = task.parse([raw], by_id[r.id])
     task_levels = None
     if args.task_levels:
         try:
@@ -284,7 +285,7 @@ def run_qa(args: argparse.Namespace) -> int:
             raise DataError(
                 f"{args.task_levels}: expected a JSON object mapping task names to integer levels"
             )
-    report = score_qa(items, answers, task_levels)
+    report = task.evaluate(items, answers, "test", task_levels=task_levels).report
     report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
     return _finish(report, format_qa(report), args)
 
