@@ -151,6 +151,7 @@ def test_summary_table_has_every_source_level_and_k_with_the_baselines():
     text = format_summary(rows, {"name": "val/forecast_S_norm_L1_K1", "value": 0.42})
     assert "0.500 ( 0.600)" in text and "0.250 ( 0.400)" in text and "0.000 ( 0.200)" in text
     assert "epic  5  10" in text and "val/forecast_S_norm_L1_K1 = 0.4200" in text
+    assert text.splitlines()[2].startswith("  demo  1   1")
     assert summary_rows(None) == [] and "no test scores" in format_summary([])
     assert "demo_L1_K1" in format_rows(group_rows({"forecast": evaluation.report}))
 

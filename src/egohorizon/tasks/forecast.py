@@ -206,13 +206,14 @@ def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | No
     def num(value: float | None) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
+    width = max(6, *(len(str(r["source"])) for r in rows))
     lines = [
         "Held-out test days: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
-        f"{'source':>10} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
+        f"{'source':>{width}} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
     ]
     for r in rows:
         lines.append(
-            f"{r['source']:>10} {r['level']:>2} {r['k']:>3} {r['n']:>5}  "
+            f"{r['source']:>{width}} {r['level']:>2} {r['k']:>3} {r['n']:>5}  "
             f"{num(r['model_S_norm'])} ({num(r['model_S'])}) inv {r['model_invalid_rate']:4.0%}  "
             f"{num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
             f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
