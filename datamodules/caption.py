@@ -18,12 +18,13 @@ project's split rules. Each batch is a dict (B windows, T frames padded to the l
     crop_valid    bool    [B, T]
     transcript, captions, key, participant, day, session, start, end: lists of length B
 
-With a processor, each window becomes ``{text, images, target}`` (``CaptionSamples``): the chosen
-frames (gaze ring drawn) and the close-up at the middle frame's fixation, the prompt
-(``egohorizon.prompts.caption``: frame times, speech) and the target, the window's gold L1 actions one
-per line (the demo world knows them; a real recording has none). Batches are then what
-``egohorizon.backbones.collate.VisionTextCollator`` makes (``input_ids``, ``labels``, ``pixel_values``,
-``image_grid_thw``, ``mm_token_type_ids``, ...) plus ``ids`` (window keys) and ``captions``.
+With a processor, each window becomes ``{text, images, target}`` (``CaptionSamples``, which calls
+``egohorizon.prompts.caption.caption_sample``): the chosen frames (gaze ring drawn) and the close-up at
+the middle frame's fixation, the prompt (frame times, speech) and the target, the window's gold L1
+actions as timed JSON lines (``egohorizon.metrics.caption_format``; the demo world knows them; a real
+recording has none). Batches are then what ``egohorizon.backbones.collate.VisionTextCollator`` makes
+(``input_ids``, ``labels``, ``pixel_values``, ``image_grid_thw``, ``mm_token_type_ids``, ...) plus
+``ids`` (window keys).
 
 Counters of skipped and corrupt samples are logged as ``<split>/data_<counter>`` and the run stops
 with a DataError naming the shards when more than ``max_bad_fraction`` of the samples are bad.
@@ -54,9 +55,9 @@ class CaptionInputs:
         self.frames_per_window, self.crops = frames_per_window, crops
 
     def pick(self, count: int) -> list[int]:
-        if self.frames_per_window is None or count <= self.frames_per_window:
-            return list(range(count))
-        return sorted(set(np.rint(np.linspace(0, count - 1, self.frames_per_window)).astype(int).tolist()))
+        from egohorizon.prompts.caption import pick_frames
+
+        return pick_frames(count, self.frames_per_window)
 
     def __call__(self, window) -> dict[str, Any]:
         meta = window.meta
@@ -83,35 +84,22 @@ class CaptionInputs:
 
 
 class CaptionSamples:
-    """Decoded window -> ``{text, images, target}`` for a vision-language captioner (picklable)."""
+    """Decoded window -> ``{text, images, target, key}`` for a vision-language captioner: a thin
+    picklable wrapper of ``egohorizon.prompts.caption.caption_sample`` (the offline caption job renders
+    windows with the same function, so training and inference see the same prompt)."""
 
     def __init__(self, frames_per_window: int | None = None, crops: bool = True, prompt: str | None = None):
-        self.picker = CaptionInputs(frames_per_window, crops)
-        self.crops, self.prompt = crops, prompt
+        self.frames_per_window, self.crops, self.prompt = frames_per_window, crops, prompt
 
     def __call__(self, window) -> dict[str, Any]:
-        from egohorizon.prompts.caption import render_caption_answer, render_caption_prompt
+        from egohorizon.prompts.caption import caption_sample
 
-        meta = window.meta
-        if not window.frames:
-            raise ValueError(f"window {window.key} has no frames (shards built with min_frames=0)")
-        chosen = self.picker.pick(len(window.frames))
-        times = [meta["frames"][i]["t"] - meta["start"] for i in chosen]
-        images = [window.frames[i] for i in chosen]
-        # One close-up, at the fixation of the middle chosen frame that has one (native resolution).
-        crop = None
-        if self.crops and window.crops:
-            middle = sorted(chosen, key=lambda i: abs(i - chosen[len(chosen) // 2]))
-            crop = next((window.crops[i] for i in middle if window.crops[i] is not None), None)
-        text = render_caption_prompt(times, meta["transcript"], window_s=meta["end"] - meta["start"],
-                                     with_crop=crop is not None, prompt=self.prompt)
-        return {"text": text, "images": images + ([crop] if crop is not None else []),
-                "target": render_caption_answer(meta["captions"]), "key": meta["key"],
-                "captions": list(meta["captions"])}
+        return caption_sample(window.meta, window.frames, window.crops, self.frames_per_window,
+                              with_crop=self.crops, prompt=self.prompt)
 
 
 class CaptionCollator:
-    """``VisionTextCollator`` plus the window keys (``ids``) and gold captions (picklable)."""
+    """``VisionTextCollator`` plus the window keys (``ids``) (picklable)."""
 
     def __init__(self, processor, with_prompts: bool):
         from egohorizon.backbones.collate import VisionTextCollator
@@ -121,7 +109,6 @@ class CaptionCollator:
     def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         batch = self.collate(samples)
         batch["ids"] = [s["key"] for s in samples]
-        batch["captions"] = [s["captions"] for s in samples]
         return batch
 
 
@@ -307,7 +294,7 @@ class CaptionDataModule(TaskDataModule):
                     meta = json.loads(tar.extractfile(member).read())
                     times = [f["t"] - meta["start"] for f in meta["frames"]]
                     texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name))
-                    texts.append(render_caption_answer(meta["captions"]))
+                    texts.append(render_caption_answer(meta["events"], meta["start"], meta["end"]) or "")
         return texts
 
     def setup(self, stage: str | None = None) -> None:

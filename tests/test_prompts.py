@@ -31,4 +31,36 @@ def test_caption_prompt_marks_each_image_where_the_collator_expects_it():
     text = render_caption_prompt([0.0, 15.0], "  ", window_s=30.0, with_crop=True)
     assert text.count(IMAGE_MARK) == 3 and text.startswith(f"t=0s {IMAGE_MARK}\nt=15s {IMAGE_MARK}\n")
     assert "2 first-person frames of one 30-second window" in text and "Speech heard in the window: (none)" in text
-    assert render_caption_answer(["I open the fridge", " ", "I take the milk "]) == "I open the fridge\nI take the milk"
+    assert '{"start": S, "end": E, "action": "TEXT"}' in text and "0 <= S < E <= 30" in text
+    events = [{"level": 1, "start": 95.0, "end": 112.5, "text": "open the fridge"},
+              {"level": 2, "start": 90.0, "end": 200.0, "text": "make breakfast"},
+              {"level": 1, "start": 112.5, "end": 140.0, "text": "take the milk"}]
+    assert render_caption_answer(events, 100.0, 130.0) == (
+        '{"start": 0.0, "end": 12.5, "action": "open the fridge"}\n'
+        '{"start": 12.5, "end": 30.0, "action": "take the milk"}')
+    assert render_caption_answer(events[1:2], 100.0, 130.0) is None
+
+
+def test_caption_sample_is_the_same_prompt_for_training_and_inference():
+    import numpy as np
+
+    from egohorizon.metrics.caption_format import parse_caption_output
+    from egohorizon.prompts.caption import IMAGE_MARK, caption_sample
+
+    frames = [np.zeros((40, 60, 3), np.uint8) for _ in range(5)]
+    crops = [None, np.full((8, 8, 3), 7, np.uint8), None, None, np.full((8, 8, 3), 9, np.uint8)]
+    meta = {"key": "w1", "start": 100.0, "end": 130.0, "transcript": "hello", "gaze_drawn": False,
+            "frames": [{"t": 100.0 + 7 * i, "gaze": [30.0, 20.0] if i != 2 else None} for i in range(5)],
+            "events": [{"level": 1, "start": 90.0, "end": 110.0, "text": "open the fridge"}]}
+    sample = caption_sample(meta, frames, crops, frames_per_window=3, with_crop=True)
+    # frames 0, 2, 4 (evenly spread); last, the close-up of the chosen frame nearest the middle that has
+    # one (4: frame 1's crop is not of a chosen frame)
+    assert sample["text"].startswith(f"t=0s {IMAGE_MARK}\nt=14s {IMAGE_MARK}\nt=28s {IMAGE_MARK}\nclose-up")
+    assert len(sample["images"]) == 4 and sample["images"][3][0, 0, 0] == 9
+    assert sample["images"][0].any() and not sample["images"][1].any()  # ring drawn where there is gaze
+    assert not frames[0].any()  # ... on a copy
+    assert sample["key"] == "w1" and "Speech heard in the window: hello" in sample["text"]
+    assert [(a.start, a.end, a.text) for a in parse_caption_output(sample["target"]).actions] == [
+        (0.0, 10.0, "open the fridge")]
+    no_gold = caption_sample({**meta, "events": []}, frames, None, frames_per_window=2, with_crop=True)
+    assert no_gold["target"] is None and len(no_gold["images"]) == 2 and "close-up" not in no_gold["text"]

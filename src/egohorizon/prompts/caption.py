@@ -1,14 +1,20 @@
 """The captioner's prompt and answer: a window's frames (gaze drawn), the gaze close-up and the speech
-in, the wearer's actions out.
+in, the wearer's timed actions out (``egohorizon.metrics.caption_format``).
 
 Each frame is preceded by its time in the window, then the image marker that the backbone's processor
 expands into the image's tokens (``egohorizon.backbones.collate``); the close-up comes last. The answer
-is one action per line, oldest first: what the demo world's gold L1 events of the window say.
+is the caption format: one JSON line per action (times relative to the window, oldest first), from the
+window's gold level-1 events when it has any (the demo world knows them; a real recording has none).
+
+``caption_sample`` is the one place a window becomes a model input: the training datamodule
+(``datamodules.caption.CaptionSamples``) and the offline ``egohorizon caption`` job both call it, so
+they render exactly the same prompt. It is torch-free.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from egohorizon.prompts import load_prompt
 
@@ -38,5 +44,56 @@ def render_caption_prompt(
     return frames + crop + text
 
 
-def render_caption_answer(actions: Sequence[str]) -> str:
-    return "\n".join(a.strip() for a in actions if a.strip())
+def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end: float) -> str | None:
+    """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
+    clipped to ``[start, end]`` and relative to ``start``; None when it has none (nothing to learn)."""
+    from egohorizon.metrics.caption_format import gold_actions, render_caption_lines
+
+    actions = gold_actions(events, start, end)
+    return render_caption_lines(actions) if actions else None
+
+
+def pick_frames(count: int, frames_per_window: int | None) -> list[int]:
+    """Indices of ``frames_per_window`` frames spread evenly over ``count`` (all when unset or fewer)."""
+    import numpy as np
+
+    if frames_per_window is None or count <= frames_per_window:
+        return list(range(count))
+    return sorted(set(np.rint(np.linspace(0, count - 1, frames_per_window)).astype(int).tolist()))
+
+
+def caption_sample(
+    window_meta: Mapping[str, Any],
+    frames: Sequence[Any],
+    crops: Sequence[Any] | None = None,
+    frames_per_window: int | None = None,
+    with_crop: bool = True,
+    prompt: str | None = None,
+    draw_gaze: bool = True,
+) -> dict[str, Any]:
+    """One window -> ``{"text", "images", "target", "key"}`` for a vision-language captioner.
+
+    ``window_meta`` is the shard sample's JSON (``egohorizon.data.windows.Window.meta``), ``frames``
+    its HWC uint8 frames and ``crops`` its gaze crops (None where a frame has none), both in frame
+    order. The chosen frames get the gaze ring drawn unless the shard already drew it; the close-up is
+    the crop of the chosen frame nearest the middle that has one. ``target`` is None when the window
+    has no gold level-1 event (inference only)."""
+    if not frames:
+        raise ValueError(f"window {window_meta.get('key')} has no frames (shards built with min_frames=0)")
+    start, end = window_meta["start"], window_meta["end"]
+    chosen = pick_frames(len(frames), frames_per_window)
+    infos = window_meta["frames"]
+    images = [frames[i] for i in chosen]
+    if draw_gaze and not window_meta.get("gaze_drawn"):
+        from egohorizon.data.windows import draw_gaze as ring
+
+        images = [ring(im, infos[i]["gaze"]) if infos[i].get("gaze") else im for im, i in zip(images, chosen)]
+    crop = None
+    if with_crop and crops:
+        middle = sorted(chosen, key=lambda i: abs(i - chosen[len(chosen) // 2]))
+        crop = next((crops[i] for i in middle if i < len(crops) and crops[i] is not None), None)
+    text = render_caption_prompt([infos[i]["t"] - start for i in chosen], window_meta.get("transcript", ""),
+                                 window_s=end - start, with_crop=crop is not None, prompt=prompt)
+    return {"text": text, "images": images + ([crop] if crop is not None else []),
+            "target": render_caption_answer(window_meta.get("events", []), start, end),
+            "key": window_meta["key"]}
