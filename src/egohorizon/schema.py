@@ -197,6 +197,22 @@ def candidate(value: Any) -> tuple[Any, str | None]:
     return list_of(text, "action strings")(value)
 
 
+def caption_action(value: Any) -> tuple[Any, str | None]:
+    """A timed action of a caption: ``{"start", "end", "action"}``, seconds from the window's start."""
+    if not isinstance(value, dict):
+        return value, f"expected an action object {{start, end, action}}, got {type(value).__name__}"
+    for key, check in (("action", nonempty_text), ("start", number), ("end", number)):
+        if key not in value:
+            return value, f"action is missing '{key}'"
+        checked, problem = check(value[key])
+        if problem:
+            return value, f"action field '{key}': {problem}"
+        value = {**value, key: checked}
+    if not 0 <= value["start"] < value["end"]:
+        return value, f"expected 0 <= start < end, got start {value['start']}, end {value['end']}"
+    return value, None
+
+
 # --------------------------------------------------------------------------------------------
 # Records
 # --------------------------------------------------------------------------------------------
@@ -646,6 +662,81 @@ class BoxPrediction(Record):
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
+@dataclass
+class CaptionWindow(Record):
+    """The gold caption of one window (issue 11): its timed actions (seconds from the window's start)
+    and scene. ``session`` and ``start`` (the window's start, seconds since the epoch or the dataset's
+    origin) order the windows of a session for the repeat-previous baseline; ``activity`` is the
+    window's activity type for the breakdown (``egohorizon.metrics.captions.activity_of``)."""
+
+    FIELDS: ClassVar = {
+        "id": (nonempty_text, True),
+        "window_s": (number, True),
+        "actions": (list_of(caption_action, "action objects"), True),
+        "scene": (optional(text), False),
+        "source": (text, False),
+        "participant": (text, False),
+        "day": (text, False),
+        "session": (text, False),
+        "start": (optional(number), False),
+        "activity": (optional(text), False),
+    }
+    id: str = ""
+    window_s: float = 30.0
+    actions: list[dict[str, Any]] = field(default_factory=list)
+    scene: str | None = None
+    source: str = ""
+    participant: str = ""
+    day: str = ""
+    session: str = ""
+    start: float | None = None
+    activity: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def _cross_checks(cls, values):
+        window_s = values.get("window_s")
+        if window_s is None:
+            return []
+        if window_s <= 0:
+            return [("window_s", f"expected a window length > 0 s, got {window_s}")]
+        late = [i for i, a in enumerate(values.get("actions") or []) if a["end"] > window_s + 1e-6]
+        if late:
+            end = values["actions"][late[0]]["end"]
+            return [("actions", f"item {late[0]}: ends at {end} s, after the window's end ({window_s:g} s)")]
+        return []
+
+
+@dataclass
+class CaptionPrediction(Record):
+    """A captioner's answer for one window: parsed ``actions`` (+ ``scene``), or raw ``text`` in the
+    caption format (``egohorizon.metrics.caption_format``), which the tolerant parser reads."""
+
+    FIELDS: ClassVar = {
+        "id": (nonempty_text, True),
+        "actions": (list_of(caption_action, "action objects"), False),
+        "scene": (optional(text), False),
+        "text": (optional(text), False),  # null: a model that returned nothing, invalid
+        "model": (text, False),
+        "prompt": (text, False),
+        "prompt_version": (text, False),
+        "seed": (optional(integer), False),
+    }
+    ONE_OF: ClassVar = (
+        ("actions", "text"),
+        "expected 'actions' (a list of {start, end, action}) or 'text' (raw model output)",
+    )
+    id: str = ""
+    actions: list[dict[str, Any]] | None = None
+    scene: str | None = None
+    text: str | None = None
+    model: str = ""
+    prompt: str = ""
+    prompt_version: str = ""
+    seed: int | None = None
+    extra: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
 RECORD_TYPES: dict[str, type[Record]] = {
     "event": Event,
     "recording": Recording,
@@ -657,6 +748,8 @@ RECORD_TYPES: dict[str, type[Record]] = {
     "hand_box": HandBox,
     "box_prediction": BoxPrediction,
     "ranked_candidates": RankedCandidates,
+    "caption_window": CaptionWindow,
+    "caption_prediction": CaptionPrediction,
 }
 
 
@@ -791,6 +884,10 @@ def detect_record_type(path: str | os.PathLike) -> type[Record] | None:
                 return RankedCandidates
             if "candidates" in keys:
                 return ForecastPrediction
+            if {"actions", "window_s"} <= keys:
+                return CaptionWindow
+            if "actions" in keys:
+                return CaptionPrediction
             if {"question", "options"} <= keys:
                 return QAItem
             if "frame" in keys and "box" in keys:

@@ -12,6 +12,7 @@ from egohorizon.tasks.base import Evaluation, Task
 TASKS = {
     "forecast": "egohorizon.tasks.forecast:ForecastTask",
     "qa": "egohorizon.tasks.qa:QATask",
+    "caption": "egohorizon.tasks.caption:CaptionTask",
 }
 
 

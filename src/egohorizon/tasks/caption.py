@@ -1,0 +1,263 @@
+"""The caption task (issue 11): raw captioner outputs -> timed actions, scored against each window's
+gold L1 actions with one-to-one matching (IoU + judge) and the soft edit score, next to the
+repeat-previous and most-frequent baselines, flat log keys and the summary table.
+
+The metrics are ``egohorizon.metrics.captions``; the format and parser
+``egohorizon.metrics.caption_format``. Shared by the evaluation callback and ``egohorizon score
+captions``, so both report the same figures.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from egohorizon.metrics.caption_format import CaptionAction, CaptionParse, parse_caption_output
+from egohorizon.schema import CaptionPrediction, CaptionWindow
+from egohorizon.tasks.base import Evaluation, Task, objective_line
+
+BASELINES = ("repeat_previous", "most_frequent")
+FIGURES = ("f1", "precision", "recall", "f1_macro", "soft_edit")
+TOLERANCE = 0.5  # seconds past the window's end still accepted (and clipped), as the parser does
+
+
+def _key(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+def flat_metrics(report: Mapping[str, Any], split: str, prefix: str) -> dict[str, float]:
+    """``{split}/{prefix}_f1`` (micro), ``_precision``, ``_recall``, ``_f1_macro``, ``_soft_edit``,
+    ``_invalid_rate``, ``_dropped``, ``_n``; per source (``..._f1_<source>``, ``..._soft_edit_<source>``)
+    when the report holds more than one."""
+    overall = report["overall"]
+    out = {f"{split}/{prefix}_{name}": float(overall[name] or 0.0) for name in FIGURES}
+    out[f"{split}/{prefix}_invalid_rate"] = overall["invalid"] / overall["n"] if overall["n"] else 0.0
+    out[f"{split}/{prefix}_dropped"] = float(overall["dropped"])
+    out[f"{split}/{prefix}_n"] = float(overall["n"])
+    if len(report["per_source"]) > 1:
+        for source, row in report["per_source"].items():
+            for name in ("f1", "soft_edit"):
+                out[f"{split}/{prefix}_{name}_{_key(source)}"] = float(row[name] or 0.0)
+    return out
+
+
+def _strip(report: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in report.items() if k != "per_window"}
+
+
+def _actions(parse: CaptionParse | None) -> list[dict[str, Any]]:
+    return (
+        [] if parse is None else [{"start": a.start, "end": a.end, "action": a.text} for a in parse.actions]
+    )
+
+
+class CaptionTask(Task):
+    """Captioning: timed first-person actions per 30 s window (F1 by IoU + judge, soft edit score)."""
+
+    name = "caption"
+    prediction_field = "actions"
+
+    def parse(self, texts: Sequence[str], item: CaptionWindow | None = None) -> CaptionParse:
+        """The parse of the first output (one caption per window); an invalid parse is kept, not
+        replaced by None, so its dropped and unparsed lines are counted."""
+        window_s = item.window_s if item is not None else 30.0
+        return parse_caption_output(texts[0] if texts else None, window_s=window_s)
+
+    def parse_record(self, record: CaptionPrediction, item: CaptionWindow | None = None) -> CaptionParse:
+        """A prediction file's row: its raw ``text`` through the parser, or its ``actions`` under the
+        parser's rules (an action outside the window, beyond the parser's tolerance, is dropped)."""
+        if record.actions is None:
+            return self.parse([record.text] if record.text is not None else [], item)
+        window_s = item.window_s if item is not None else 30.0
+        parse = CaptionParse(scene=record.scene)
+        for a in record.actions:
+            if a["end"] > window_s + TOLERANCE:
+                parse.dropped += 1
+            else:
+                parse.actions.append(
+                    CaptionAction(a["start"], min(a["end"], window_s), " ".join(a["action"].split()))
+                )
+        return parse
+
+    def evaluate(
+        self,
+        items: Sequence[CaptionWindow],
+        predictions: Mapping[str, CaptionParse | None],
+        split: str,
+        judge: Any = "exact",
+        embedder: Any = "minilm",
+        iou_threshold: float = 0.5,
+        judge_threshold: float = 0.75,
+        most_frequent_action: str | None = None,
+        prefix: str = "caption",
+    ) -> Evaluation:
+        """``judge``: a ``metrics.judges`` judge or ``exact`` | ``embedding`` (with ``embedder`` and
+        ``judge_threshold``); ``embedder``: for the soft edit score, an embedder or its name;
+        ``most_frequent_action``: the training days' most frequent action (the baseline; None leaves
+        that baseline without predictions)."""
+        from egohorizon.metrics import captions
+
+        embedder = _named_embedder(embedder) if isinstance(embedder, str) else embedder
+        judge = make_judge(judge, embedder, judge_threshold) if isinstance(judge, str) else judge
+        options = {"judge": judge, "embedder": embedder, "iou_threshold": iou_threshold}
+        report = captions.score_captions(items, predictions, **options)
+        baselines = {
+            "repeat_previous": captions.score_captions(items, captions.repeat_previous(items), **options),
+            "most_frequent": captions.score_captions(
+                items, captions.most_frequent(items, most_frequent_action), **options
+            ),
+        }
+        baselines["most_frequent"]["action"] = most_frequent_action
+        metrics = flat_metrics(report, split, prefix)
+        for name, baseline in baselines.items():
+            metrics.update(flat_metrics(baseline, split, f"{name}_{prefix}"))
+        return Evaluation(
+            report=report,
+            baselines={name: _strip(b) for name, b in baselines.items()},
+            metrics=metrics,
+            candidates=dict(predictions),
+        )
+
+    def prediction_records(self, items, texts, predictions, model_id, prompt_name, prompt_version, seed):
+        """``CaptionPrediction`` rows: ``actions`` and ``scene`` when the output parsed, else the raw
+        ``text`` (re-scoring counts it invalid again), with the parser's counts, model, prompt, seed."""
+        rows = []
+        for item in items:
+            raw = list(texts.get(item.id, []))
+            parse = predictions.get(item.id)
+            row: dict[str, Any] = {"id": item.id}
+            if parse is not None and not parse.invalid:
+                row.update(
+                    actions=_actions(parse), scene=parse.scene, dropped=parse.dropped, unparsed=parse.unparsed
+                )
+            else:
+                row["text"] = raw[0] if raw else ""
+            row.update(
+                raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed
+            )
+            rows.append(row)
+        return rows
+
+    def example_rows(self, items, evaluation: Evaluation, n: int):
+        columns = ["id", "activity", "gold", "predicted", "f1", "soft_edit"]
+        ordered = sorted(items, key=lambda item: item.id)
+        if n <= 0 or not ordered:
+            return columns, []
+        per_window = {row["id"]: row for row in evaluation.report["per_window"]}
+
+        def shown(actions) -> str:
+            return " | ".join(f"{a['start']:g}-{a['end']:g} {a['action']}" for a in actions) or "(none)"
+
+        rows = []
+        for item in ordered[:: max(1, len(ordered) // n)][:n]:
+            row = per_window[item.id]
+            parse = evaluation.candidates.get(item.id)
+            predicted = "(invalid)" if parse is None or parse.invalid else shown(_actions(parse))
+            rows.append(
+                [
+                    item.id,
+                    row["activity"],
+                    shown(item.actions),
+                    predicted,
+                    round(row["f1"], 3),
+                    round(row["soft_edit"], 3),
+                ]
+            )
+        return columns, rows
+
+    def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        """One row per source and one overall: model next to both baselines."""
+        if evaluation is None:
+            return []
+        report, baselines = evaluation.report, evaluation.baselines
+        groups = [
+            (
+                source,
+                report["per_source"][source],
+                {n: b["per_source"].get(source, {}) for n, b in baselines.items()},
+            )
+            for source in report["per_source"]
+        ]
+        if len(groups) != 1:
+            groups.append(("all", report["overall"], {n: b["overall"] for n, b in baselines.items()}))
+        rows = []
+        for source, row, base in groups:
+            out = {
+                "source": source,
+                "n": row["n"],
+                "model_f1": row["f1"],
+                "model_soft_edit": row["soft_edit"],
+                "model_f1_macro": row["f1_macro"],
+                "model_invalid_rate": row["invalid"] / row["n"] if row["n"] else 0.0,
+                "model_dropped": row["dropped"],
+            }
+            for name in BASELINES:
+                out[f"{name}_f1"] = base[name].get("f1")
+                out[f"{name}_soft_edit"] = base[name].get("soft_edit")
+            rows.append(out)
+        return rows
+
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+        if not rows:
+            return "(no test scores: was the test split empty?)"
+
+        def num(value: float | None) -> str:
+            return "  n/a" if value is None else f"{value:5.3f}"
+
+        width = max(6, *(len(str(r["source"])) for r in rows))
+        lines = [
+            "Held-out test days: caption F1 (IoU >= 0.5 + judge, micro) and soft edit score (SE); 1 = perfect",
+            f"{'source':>{width}} {'n':>5}  {'trained model':>27}  {'repeat previous':>15}  {'most frequent':>13}",
+            (
+                f"{'':>{width}} {'':>5}  {'F1':>5} {'SE':>5} {'inv':>4} {'drop':>5}    "
+                f"{'F1':>5} {'SE':>5}      {'F1':>5} {'SE':>5}"
+            ),
+        ]
+        for r in rows:
+            lines.append(
+                f"{r['source']:>{width}} {r['n']:>5}  {num(r['model_f1'])} {num(r['model_soft_edit'])} "
+                f"{r['model_invalid_rate']:4.0%} {r['model_dropped']:>5}    "
+                f"{num(r['repeat_previous_f1'])} {num(r['repeat_previous_soft_edit'])}      "
+                f"{num(r['most_frequent_f1'])} {num(r['most_frequent_soft_edit'])}"
+            )
+        return "\n".join(lines + objective_line(objective))
+
+    def default_objective(self, data: Mapping[str, Any]) -> str:
+        return "val/caption_f1"
+
+    def headline(self, evaluation: Evaluation) -> str:
+        overall = evaluation.report["overall"]
+        base = evaluation.baselines
+        return (
+            f"F1 {overall['f1']:.4f}, soft edit {overall['soft_edit'] or 0.0:.4f}, invalid "
+            f"{overall['invalid']}/{overall['n']}, dropped lines {overall['dropped']} (repeat previous F1 "
+            f"{base['repeat_previous']['overall']['f1']:.4f}, most frequent F1 "
+            f"{base['most_frequent']['overall']['f1']:.4f})"
+        )
+
+
+def make_judge(spec: str, embedder=None, threshold: float = 0.75):
+    """``exact`` or ``embedding`` (cosine >= ``threshold`` with ``embedder``) by name; the CLI builds
+    the others (llm, verdicts:FILE)."""
+    from egohorizon.metrics import judges
+
+    if spec == "exact":
+        return judges.ExactJudge()
+    if spec == "embedding":
+        return judges.EmbeddingJudge(
+            embedder if embedder is not None else _named_embedder("minilm"), threshold
+        )
+    raise ValueError(
+        f"judge: expected 'exact' or 'embedding' here (llm and verdicts:FILE through "
+        f"`egohorizon score captions`), got {spec!r}"
+    )
+
+
+@functools.lru_cache(maxsize=4)
+def _named_embedder(name: str):
+    """Embedders by name, loaded once per process."""
+    from egohorizon.metrics.embedders import get_embedder
+
+    return get_embedder(name)
