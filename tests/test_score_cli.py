@@ -398,3 +398,65 @@ def test_score_agreement_names_a_ranking_of_the_wrong_length(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{gold}:1: field 'rankings': annotator 0: 3 ranks for 2 candidates" in err
     assert "Traceback" not in err
+
+
+def test_captions_report_with_both_baselines(capsys, tmp_path):
+    report_path = tmp_path / "captions.json"
+    code, out, _ = score(
+        capsys,
+        "captions",
+        "--gold",
+        DATA / "captions_gold.jsonl",
+        "--pred",
+        DATA / "captions_pred.jsonl",
+        "--embedder",
+        "exact",
+        "--train-gold",
+        DATA / "captions_train.jsonl",
+        "--out",
+        report_path,
+    )
+    assert code == 0 and "repeat previous" in out and "most frequent" in out
+    report = json.loads(report_path.read_text())
+    rows = {r["id"]: r for r in report["per_window"]}
+    # w0: 2 of 3 predicted actions match (the 4th line ends past the window: dropped); w1: 1 of 1;
+    # w2: prose, invalid -> micro P 3/4, R 3/4
+    assert (rows["p1_s1_w0"]["matches"], rows["p1_s1_w0"]["dropped"]) == (2, 1)
+    assert rows["p1_s1_w1"]["f1"] == 1.0 and rows["p1_s1_w2"]["invalid"]
+    overall = report["overall"]
+    assert overall["precision"] == pytest.approx(0.75) and overall["recall"] == pytest.approx(0.75)
+    assert (overall["invalid"], overall["dropped"]) == (1, 1)
+    assert set(report["per_activity"]) == {"make breakfast", "read"}
+    # most frequent training action: "take the milk" (2 of 3) over each whole window: matches w0's
+    # 10-30 (IoU 2/3) and w1's 0-30, not w2
+    most = report["baselines"]["most_frequent"]
+    assert most["action"] == "take the milk" and most["overall"]["precision"] == pytest.approx(2 / 3)
+    # repeat previous: w1 gets w0's actions (take the milk 10-30: IoU 2/3, a match), w2 gets w1's
+    repeat = report["baselines"]["repeat_previous"]["overall"]
+    assert repeat["matches"] == 1 and repeat["n_pred"] == 3 and repeat["invalid"] == 1
+    assert report["judge"]["judge"] == "exact" and report["inputs"]["missing"] == 0
+
+
+def test_captions_bad_input_names_file_line_and_field(capsys, tmp_path):
+    bad = tmp_path / "gold.jsonl"
+    lines = (DATA / "captions_gold.jsonl").read_text().splitlines()
+    broken = json.loads(lines[1])
+    broken["actions"][0]["end"] = 45
+    missing = json.loads(lines[2])
+    del missing["window_s"]
+    bad.write_text("\n".join([lines[0], json.dumps(broken), json.dumps(missing)]) + "\n")
+    code, _, err = score(
+        capsys, "captions", "--gold", bad, "--pred", DATA / "captions_pred.jsonl", "--embedder", "exact"
+    )
+    assert code == 2 and "Traceback" not in err
+    assert f"{bad}:2: field 'actions': item 0: ends at 45.0 s, after the window's end (30 s)" in err
+    assert f"{bad}:3: field 'window_s': missing required field" in err
+    pred = tmp_path / "pred.jsonl"
+    pred.write_text('{"id": "p1_s1_w0", "actions": [{"start": 5, "end": 2, "action": "x"}]}\n')
+    code, _, err = score(
+        capsys, "captions", "--gold", DATA / "captions_gold.jsonl", "--pred", pred, "--embedder", "exact"
+    )
+    assert (
+        code == 2
+        and f"{pred}:1: field 'actions': item 0: expected 0 <= start < end, got start 5.0, end 2.0" in err
+    )

@@ -1,4 +1,4 @@
-"""``egohorizon score forecast|qa|segments|boxes --gold G --pred P [options] [--out report.json]``, and
+"""``egohorizon score forecast|qa|segments|captions|boxes --gold G --pred P [options] [--out report.json]``, and
 ``egohorizon score agreement --gold RANKED`` (a metric checked against human rankings).
 
 Reads JSON Lines files (SPEC §6), prints a readable table (every figure with its count) and writes
@@ -15,7 +15,7 @@ EXAMPLES = 5  # ids shown in messages about missing or unknown predictions
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "score",
-        help="score predictions: forecasting, QA, segments, hand boxes",
+        help="score predictions: forecasting, QA, segments, captions, hand boxes",
         description="Score model outputs against gold files (JSON Lines, SPEC §6).",
     )
     tasks = parser.add_subparsers(dest="score_task", metavar="TASK", required=True)
@@ -85,6 +85,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--baselines", action="store_true", help="also score the three degenerate baselines"
     )
     segments.set_defaults(handler=run_segments)
+
+    captions = _task(
+        tasks,
+        "captions",
+        "caption F1 (one-to-one by temporal IoU and a judge) and soft edit score per window",
+    )
+    captions.add_argument(
+        "--judge", default="exact", help="exact | embedding | llm | verdicts:FILE (default exact)"
+    )
+    captions.add_argument(
+        "--embedder",
+        default="minilm",
+        help="soft edit score's embedder (and the embedding judge's): "
+        "minilm (default) | exact | qwen3-embedding-8b | hub id or local path",
+    )
+    captions.add_argument(
+        "--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge"
+    )
+    captions.add_argument("--iou", type=float, default=0.5, help="temporal IoU for a match (default 0.5)")
+    captions.add_argument(
+        "--train-gold",
+        default=None,
+        help="gold caption windows of the training days: their most frequent action is the most-frequent baseline",
+    )
+    captions.add_argument(
+        "--most-frequent", default=None, help="the most-frequent baseline's action, given directly"
+    )
+    captions.add_argument(
+        "--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path"
+    )
+    captions.add_argument("--judge-url", default=None, help="LLM judge: OpenAI-compatible base URL")
+    captions.add_argument(
+        "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
+    )
+    captions.add_argument("--judge-concurrency", type=int, default=8, help="LLM judge: requests in flight")
+    captions.add_argument("--cache-dir", default=None, help="LLM judge verdict cache")
+    captions.set_defaults(handler=run_captions)
 
     boxes = _task(tasks, "boxes", "EgoHome centroid hit fraction of hand boxes")
     boxes.add_argument(
@@ -360,6 +397,43 @@ def _make_judge(spec: str, prompt: str, args: argparse.Namespace):
         root = Path(os.environ.get("EGOHORIZON_CACHE") or Path.home() / ".cache" / "egohorizon")
         return LLMJudge(backend, prompt, cache_dir=args.cache_dir or root / "judge")
     raise ConfigError(f"--judge {spec!r}: expected exact, verb, embedding, llm or verdicts:FILE")
+
+
+def run_captions(args: argparse.Namespace) -> int:
+    """Scores caption predictions through the caption task of the registry (the evaluation callback's
+    code), with the repeat-previous baseline and, given --train-gold or --most-frequent, the
+    most-frequent one."""
+    from egohorizon.errors import ConfigError
+    from egohorizon.metrics.captions import most_frequent_action
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.schema import CaptionPrediction, CaptionWindow
+    from egohorizon.tasks import get_task
+
+    if args.train_gold and args.most_frequent:
+        raise ConfigError("--train-gold and --most-frequent both name the baseline's action; give one")
+    task = get_task("caption")
+    windows = _load_gold(args, CaptionWindow)
+    records = _load(args.pred, CaptionPrediction)
+    by_id = {w.id: w for w in windows}
+    predictions = {r.id: task.parse_record(r, by_id[r.id]) for r in records if r.id in by_id}
+    action = args.most_frequent
+    if args.train_gold:
+        action = most_frequent_action(_load(args.train_gold, CaptionWindow))
+    embedder = get_embedder(args.embedder)
+    judge = _make_judge(args.judge, "judge_subtask", args)
+    evaluation = task.evaluate(
+        windows,
+        predictions,
+        "test",
+        judge=judge,
+        embedder=embedder,
+        iou_threshold=args.iou,
+        most_frequent_action=action,
+    )
+    report = {**evaluation.report, "baselines": evaluation.baselines, "judge_stats": judge.stats}
+    report["inputs"] = _reconcile([w.id for w in windows], [r.id for r in records], args)
+    rows = task.summary_rows(evaluation)
+    return _finish(report, task.format_summary(rows, title="Caption scores") + "\n", args)
 
 
 def run_boxes(args: argparse.Namespace) -> int:

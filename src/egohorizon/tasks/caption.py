@@ -199,7 +199,12 @@ class CaptionTask(Task):
             rows.append(out)
         return rows
 
-    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+    def format_summary(
+        self,
+        rows: list[dict[str, Any]],
+        objective: Mapping[str, Any] | None = None,
+        title: str = "Held-out test days",
+    ) -> str:
         if not rows:
             return "(no test scores: was the test split empty?)"
 
@@ -208,7 +213,7 @@ class CaptionTask(Task):
 
         width = max(6, *(len(str(r["source"])) for r in rows))
         lines = [
-            "Held-out test days: caption F1 (IoU >= 0.5 + judge, micro) and soft edit score (SE); 1 = perfect",
+            f"{title}: caption F1 (IoU + judge, micro) and soft edit score (SE); 1 = perfect",
             f"{'source':>{width}} {'n':>5}  {'trained model':>27}  {'repeat previous':>15}  {'most frequent':>13}",
             (
                 f"{'':>{width}} {'':>5}  {'F1':>5} {'SE':>5} {'inv':>4} {'drop':>5}    "
