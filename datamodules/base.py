@@ -10,7 +10,9 @@
    image processor (None for a text-only backbone). A datamodule that feeds images needs the processor.
 4. Lightning's ``train/val/test_dataloader``.
 5. ``eval_items(split)``: item id -> item of a held-out split, what the generation-eval callback parses
-   and scores (``egohorizon.tasks``); only tasks that have a callback need it.
+   and scores (``egohorizon.tasks``); only tasks that have a callback need it. ``eval_options(split)``:
+   scoring options that only the data knows, added to the callback's ``score_options`` (the caption
+   task's most frequent training action); none by default.
 
 Nothing is patched into a datamodule from outside: these calls are the whole interface.
 """
@@ -38,6 +40,10 @@ class TaskDataModule(L.LightningDataModule):
 
     def set_processor(self, processor) -> None:
         self.processor = processor
+
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """Options for the task's ``evaluate`` that come from the data (e.g. training-day statistics)."""
+        return {}
 
     def eval_items(self, split: str) -> dict[str, Any]:
         """The held-out items of ``split`` by id; a datamodule without generation metrics has none."""

@@ -112,6 +112,27 @@ class CaptionCollator:
         return batch
 
 
+def caption_window(meta: dict[str, Any]):
+    """A shard sample's JSON -> the ``CaptionWindow`` gold record the caption task scores."""
+    from egohorizon.metrics.caption_format import gold_actions
+    from egohorizon.metrics.captions import activity_of
+    from egohorizon.schema import CaptionWindow
+
+    start, end = meta["start"], meta["end"]
+    return CaptionWindow(
+        id=meta["key"],
+        window_s=end - start,
+        actions=[{"start": a.start, "end": a.end, "action": a.text}
+                 for a in gold_actions(meta.get("events", []), start, end)],
+        source=meta.get("source") or "",
+        participant=meta["participant"],
+        day=meta["day"],
+        session=meta["session"],
+        start=start,
+        activity=activity_of(meta.get("events", []), start, end),
+    )
+
+
 def _fill_images(target: np.ndarray, images_per_sample: list[list[np.ndarray | None]]) -> None:
     """Puts each HWC image into its slot of ``target`` [B, T, H, W, 3] and zeroes the rest of the
     slots: the memory is reused and may hold an older batch. An image decoded in place (see
@@ -240,6 +261,8 @@ class CaptionDataModule(TaskDataModule):
         self.frames_per_window = frames_per_window
         self.index = None
         self.selected: dict[str, list[dict]] = {}
+        self._eval_items: dict[str, dict[str, Any]] = {}
+        self._most_frequent: str | None = None
 
     # -- shards ---------------------------------------------------------------------------------
 
@@ -277,25 +300,52 @@ class CaptionDataModule(TaskDataModule):
 
         return load_prompt(self.prompt_name or CAPTION_PROMPT_NAME)
 
-    def training_corpus(self) -> list[str]:
-        """Prompts and answers of up to ``max_corpus_windows`` training windows, read from the shards'
-        JSON members only (no image is decoded): what the tiny backbone's tokenizer learns from."""
+    def window_metas(self, split: str, limit: int | None = None):
+        """The JSON members (window metadata: times, transcript, events) of the split's shards, in
+        shard order, without decoding an image; at most ``limit``."""
         import json
         import tarfile
 
+        if self.index is None:
+            self.setup()
+        count = 0
+        for url in self.index.urls(self.selected[split]):
+            with tarfile.open(url) as tar:
+                for member in tar:
+                    if limit is not None and count >= limit:
+                        return
+                    if member.name.endswith(".json"):
+                        count += 1
+                        yield json.loads(tar.extractfile(member).read())
+
+    def training_corpus(self) -> list[str]:
+        """Prompts and answers of up to ``max_corpus_windows`` training windows, read from the shards'
+        JSON members only (no image is decoded): what the tiny backbone's tokenizer learns from."""
         from egohorizon.prompts.caption import render_caption_answer, render_caption_prompt
 
         texts: list[str] = []
-        for url in self.index.urls(self.selected["train"]):
-            with tarfile.open(url) as tar:
-                for member in tar:
-                    if not member.name.endswith(".json") or len(texts) >= 2 * self.max_corpus_windows:
-                        continue
-                    meta = json.loads(tar.extractfile(member).read())
-                    times = [f["t"] - meta["start"] for f in meta["frames"]]
-                    texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name))
-                    texts.append(render_caption_answer(meta["events"], meta["start"], meta["end"]) or "")
+        for meta in self.window_metas("train", limit=self.max_corpus_windows):
+            times = [f["t"] - meta["start"] for f in meta["frames"]]
+            texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name))
+            texts.append(render_caption_answer(meta["events"], meta["start"], meta["end"]) or "")
         return texts
+
+    def eval_items(self, split: str) -> dict[str, Any]:
+        """The split's windows that have gold level-1 actions, by window key, as ``CaptionWindow``
+        records (what the caption task scores); the activity type is the window's longest level-4
+        event (``egohorizon.metrics.captions.activity_of``)."""
+        if split not in self._eval_items:
+            windows = [w for w in map(caption_window, self.window_metas(split)) if w.actions]
+            self._eval_items[split] = {w.id: w for w in windows}
+        return self._eval_items[split]
+
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """What scoring needs from the training days: their most frequent gold action (the baseline)."""
+        if self._most_frequent is None:
+            from egohorizon.metrics.captions import most_frequent_action
+
+            self._most_frequent = most_frequent_action(map(caption_window, self.window_metas("train"))) or ""
+        return {"most_frequent_action": self._most_frequent or None}
 
     def setup(self, stage: str | None = None) -> None:
         from egohorizon.data.shards.index import ShardIndex

@@ -1,6 +1,8 @@
 """The task core end to end on images: ``train.py``'s run trains the tiny Qwen2.5-VL captioner
 (task=caption) on image+text batches streamed from the demo world's window shards (frames with the
-gaze drawn, the gaze close-up, speech -> the window's gold L1 actions), and the vision path learns."""
+gaze drawn, the gaze close-up, speech -> the window's gold L1 actions as timed JSON lines), the vision
+path learns, and the caption metrics and both baselines are logged on val and test (objective
+val/caption_f1)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ def trained(tmp_path_factory):
             "+trainer.limit_train_batches=8",
             "+trainer.limit_val_batches=2",
             "+trainer.limit_test_batches=2",
+            "data.eval_batch_size=4",
+            "model.generation.max_new_tokens=48",
             "trainer.enable_progress_bar=false",
             "model.optimizer.lr=5e-3",
         ]
@@ -50,15 +54,29 @@ def trained(tmp_path_factory):
     return tmp, cfg, train(cfg)
 
 
-def test_the_run_trains_on_images_and_ranks_checkpoints_by_validation_loss(trained):
+def test_the_run_trains_on_images_and_ranks_checkpoints_by_caption_f1(trained):
     tmp, _cfg, result = trained
     metrics = json.loads((tmp / "run" / "metrics.json").read_text())
-    assert metrics["objective"]["name"] == "val/loss" and metrics["objective"]["mode"] == "min"
-    assert torch.isfinite(torch.tensor(metrics["objective"]["value"]))
-    assert "test/loss" in metrics["metrics"] and "val/loss" in metrics["metrics"]
-    assert "Checkpoint chosen on validation: val/loss" in result["summary_text"]
+    assert metrics["objective"]["name"] == "val/caption_f1" and metrics["objective"]["mode"] == "max"
+    assert 0.0 <= metrics["objective"]["value"] <= 1.0
+    val, test = metrics["metrics"]["val"], metrics["metrics"]["test"]
+    for split in (val, test):
+        prefix = "val" if split is val else "test"
+        for name in ("f1", "precision", "recall", "f1_macro", "soft_edit", "invalid_rate", "dropped", "n"):
+            for who in ("caption", "repeat_previous_caption", "most_frequent_caption"):
+                assert f"{prefix}/{who}_{name}" in split, f"{prefix}/{who}_{name}"
+    assert val["val/caption_n"] > 0 and 0.0 <= val["val/caption_soft_edit"] <= 1.0
+    # the most frequent training action reached the baseline: it predicts something for every window
+    assert val["val/most_frequent_caption_invalid_rate"] == 0.0
+    assert "Checkpoint chosen on validation: val/caption_f1" in result["summary_text"]
+    assert "repeat previous" in result["summary_text"] and "most frequent" in result["summary_text"]
+    report = json.loads((tmp / "run" / "reports" / "test.json").read_text())
+    assert report["task"] == "caption" and set(report["baselines"]) == {"repeat_previous", "most_frequent"}
+    assert report["baselines"]["most_frequent"]["action"] and report["per_activity"]
+    rows = [json.loads(line) for line in (tmp / "run" / "predictions" / "test.jsonl").read_text().splitlines()]
+    assert rows and all(r["prompt"] == "caption" and r["prompt_version"] == "2" for r in rows)
     adapter = tmp / "run" / "checkpoints" / "last.adapter"
-    assert (adapter / "caption.txt").read_text().startswith("# version: 1")
+    assert (adapter / "caption.txt").read_text().startswith("# version: 2")
     assert json.loads((adapter / "adapter_config.json").read_text())["target_modules"]
 
 

@@ -81,10 +81,11 @@ def test_every_caption_experiment_composes_and_instantiates(experiment, tmp_path
     datamodule, backbone, model, callbacks, _trainer = _instantiate_all(cfg, tmp_path)
     assert type(datamodule).__name__ == "CaptionDataModule" and type(model).__name__ == "CaptionModule"
     assert model.lora_vision and backbone.architecture.endswith("_vl") and cfg.task_name == experiment
-    assert cfg.objective == "val/loss" and cfg.objective_mode == "min"
+    assert cfg.objective == "val/caption_f1" and cfg.objective_mode == "max" and cfg.eval_task == "caption"
     checkpoint = next(c for c in callbacks if type(c).__name__ == "AdapterCheckpoint")
-    assert checkpoint.monitor == "val/loss" and checkpoint.mode == "min"
-    assert not any(type(c).__name__ == "GenerationEvalCallback" for c in callbacks)
+    assert checkpoint.monitor == "val/caption_f1" and checkpoint.mode == "max"
+    evaluation = next(c for c in callbacks if type(c).__name__ == "GenerationEvalCallback")
+    assert evaluation.task_name == "caption" and evaluation.score_options["judge"] == "exact"
 
 
 def test_a_test_metric_is_never_the_checkpoint_monitor(tmp_path):

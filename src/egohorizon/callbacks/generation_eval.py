@@ -7,7 +7,8 @@ plain functions), rank zero parses and scores them with the task (``egohorizon.t
 qa, ...), and every rank logs the same numbers, so ModelCheckpoint can monitor them on any rank.
 Rank zero also writes predictions (JSONL), the task's report and a table of examples.
 
-What the callback needs: the datamodule's ``eval_items(split)`` (item id -> item) and batches with
+What the callback needs: the datamodule's ``eval_items(split)`` (item id -> item) and
+``eval_options(split)`` (scoring options from the data, merged over ``score_options``), batches with
 ``ids``; the module's ``generate_texts(batch, batch_idx)``, ``generation`` settings, ``prompt`` and
 ``backbone.model_id``.
 """
@@ -102,7 +103,8 @@ class GenerationEvalCallback(Callback):
             )
         items = list(items_by_id.values())
         predictions = {pid: task.parse(texts[pid], item) for pid, item in items_by_id.items() if pid in texts}
-        evaluation = task.evaluate(items, predictions, split, **self.score_options)
+        options = {**self.score_options, **trainer.datamodule.eval_options(split)}
+        evaluation = task.evaluate(items, predictions, split, **options)
         self.results[split] = evaluation
         self._write(split, task, trainer, pl_module, items, texts, evaluation)
         self._log_examples(split, task, trainer, items, evaluation)
