@@ -104,13 +104,18 @@ def test_planted_captions_come_from_distant_windows_of_other_activities(demo_inp
     texts = re.findall(r'<li class="caption" data-i="(\d+)">.*?<span class="txt">(.*?)</span>', page)
     text_of = {int(i): t for i, t in texts}
     assert sorted(text_of) == list(range(len(answers)))
-    for i, (cid, control) in enumerate(answers):
+    level1 = [e for e in load_jsonl(events_path, Event) if e.level == 1]
+    for i, (_, control) in enumerate(answers):
         if not control:
             continue
         key = data["captions"][i]
         same_window = [text_of[j].lower() for j, k in enumerate(data["captions"])
                        if k == key and not answers[j][1]]
         assert text_of[i].lower() not in same_window
+        # It was said of another time: an L1 event with this text an hour or more away (or another day).
+        start, _ = _window_span(shards, key)
+        assert any(html.escape(e.text) == text_of[i] and (abs(e.start - start) >= 3600 or e.day != key.split("_")[1])
+                   for e in level1)
 
 
 def test_bad_inputs_are_named_or_skipped_and_counted(demo_inputs, tmp_path):

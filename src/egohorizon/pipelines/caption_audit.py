@@ -325,6 +325,7 @@ def plant_controls(chosen: list[AuditWindow], pool: list[WindowRef], wanted: int
                    counts: Counter) -> None:
     """Adds ``wanted`` wrong captions, one per window, to windows drawn from ``chosen``."""
     counts["controls"] = 0
+    counts["controls_requested"] = wanted
     if wanted <= 0:
         return
     donors = rng.sample(pool, len(pool))

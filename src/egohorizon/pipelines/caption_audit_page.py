@@ -39,7 +39,7 @@ def render_page(windows: list[AuditWindow], counts: dict[str, Any], *, title: st
     for position, window in enumerate(windows, start=1):
         cards.append(_window_html(window, position, number))
         number += len(window.captions)
-    shown = {k: v for k, v in counts.items() if v and k not in ("controls", "controls_unplaced")}
+    shown = {k: v for k, v in counts.items() if v and not k.startswith("controls")}
     facts = " · ".join(f"{html.escape(k.replace('_', ' '))}: {v}" for k, v in shown.items())
     return PAGE.format(
         title=html.escape(title), css=CSS, script=SCRIPT, cards="\n".join(cards), total=len(captions),
