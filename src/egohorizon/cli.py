@@ -23,6 +23,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "egohorizon.commands.ingest",
     "shards": "egohorizon.commands.shards",
     "deid": "egohorizon.commands.deid",
+    "caption": "egohorizon.commands.caption",
     "score": "egohorizon.commands.score",
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",

@@ -1,0 +1,149 @@
+"""``egohorizon caption SHARDS --out OUT --model ...``: caption every window of a shard folder into L1
+events (``egohorizon.pipelines.caption``); ``caption merge OUT``: events from a sliced (Slurm array) run;
+``caption audit EVENTS --shards ...``: an HTML page to check sampled captions by eye."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+SUBCOMMANDS = ("run", "merge", "audit")
+
+
+class _CaptionParser(argparse.ArgumentParser):
+    """``caption SHARDS ...`` means ``caption run SHARDS ...`` (argparse has no default subcommand)."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        args = list(sys.argv[1:] if args is None else args)
+        if args and args[0] not in SUBCOMMANDS and args[0] not in ("-h", "--help"):
+            args = ["run", *args]
+        return super().parse_known_args(args, namespace)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    # The caption parser needs the default-subcommand behaviour above; add_parser builds its parsers
+    # with the class the subparsers action holds, so it is swapped for this one parser only.
+    previous, subparsers._parser_class = subparsers._parser_class, _CaptionParser
+    try:
+        parser = subparsers.add_parser(
+            "caption", help="caption 30 s windows into L1 events (a trained adapter, a local VLM or a server)",
+            description="`egohorizon caption SHARDS --out OUT --model M` (the `run` subcommand may be left out).")
+    finally:
+        subparsers._parser_class = previous
+    sub = parser.add_subparsers(dest="caption_command", metavar="SUBCOMMAND", required=True,
+                                parser_class=argparse.ArgumentParser)
+    _register_run(sub)
+    merge = sub.add_parser("merge", help="events.jsonl + scenes.jsonl from every results file of OUT "
+                                         "(after the array tasks of a --shard-slice run)")
+    merge.add_argument("out", help="the --out folder of the caption runs")
+    merge.set_defaults(handler=run_merge)
+    _register_audit(sub)
+
+
+def _register_run(sub: argparse._SubParsersAction) -> None:
+    run = sub.add_parser(
+        "run", help="caption the windows of a shard folder (idempotent, resumable)",
+        description="Caption every window of SHARDS (a folder with index.json) with a trained adapter, a local "
+                    "VLM or an OpenAI-compatible server. One line per finished window goes to "
+                    "OUT/captions.jsonl; a rerun captions only what is missing (a killed run resumes). At the "
+                    "end OUT/events.jsonl (L1 events, SPEC §5, with provenance) and OUT/scenes.jsonl are "
+                    "regenerated from all results. docs/captioning.md has the details.")
+    run.add_argument("shards", help="the shard folder (egohorizon shards build)")
+    run.add_argument("--out", required=True, help="the output folder (results, events, scenes, run report)")
+    run.add_argument("--model", required=True,
+                     help="a trained adapter (*.adapter folder, .ckpt or run folder), a local VLM (hub id or "
+                          "folder), or with --base-url the served model's name")
+    run.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama)")
+    run.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    run.add_argument("--concurrency", type=int, default=8, help="requests in flight to the server (default 8)")
+    run.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    run.add_argument("--retries", type=int, default=3, help="retries of a failed request (default 3)")
+    run.add_argument("--base-model", help="the adapter's base model (default: the one it names)")
+    run.add_argument("--batch-size", type=int, default=8, help="windows per local generation batch (default 8)")
+    run.add_argument("--workers", type=int, default=1,
+                     help="local model: processes preparing the next batches while it generates (0: none)")
+    run.add_argument("--device", help="local model: cuda, cuda:1, cpu (default: cuda when available)")
+    run.add_argument("--dtype", help="local model: bfloat16, float16, float32 (default: float32)")
+    run.add_argument("--frames-per-window", type=int,
+                     help="frames per window, spread evenly (default: the adapter's, else 8)")
+    run.add_argument("--no-crop", dest="crop", action="store_false", default=None,
+                     help="leave out the gaze close-up")
+    run.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'caption')")
+    run.add_argument("--max-new-tokens", type=int, help="default: the adapter's, else 256")
+    run.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--jpeg-quality", type=int, default=90, help="quality of the images sent to a server")
+    run.add_argument("--max-failures", type=float, default=0.05,
+                     help="share of this run's windows that may fail before the job stops (default 0.05)")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="caption again windows that failed on their input or output (model failures are "
+                          "always retried)")
+    run.add_argument("--shard-slice", metavar="I/N",
+                     help="only slice I of N of the shards (a Slurm array task); results go to "
+                          "OUT/captions.part-I-of-N.jsonl and `caption merge OUT` writes the events")
+    run.add_argument("--no-progress", dest="progress", action="store_false", default=None,
+                     help="log a line every 30 s instead of a progress bar")
+    run.set_defaults(handler=run_caption)
+
+
+def _register_audit(sub: argparse._SubParsersAction) -> None:
+    audit = sub.add_parser(
+        "audit", help="an HTML page of sampled windows and their captions (with planted wrong ones) to mark",
+        description="Sampled windows as frame strips with gaze, the close-up, the transcript and the captions, "
+                    "with deliberately wrong captions mixed in; mark each right or wrong and export the marks "
+                    "as JSON.")
+    audit.add_argument("events", help="the captions' events.jsonl")
+    audit.add_argument("--shards", required=True, help="the shard folder the events were captioned from")
+    audit.add_argument("--n", type=int, default=50, help="windows to sample (default 50)")
+    audit.add_argument("--out", required=True, help="the HTML file to write")
+    audit.add_argument("--wrong", type=int, default=None,
+                       help="deliberately wrong captions mixed in as quality control (default: the page's own)")
+    audit.add_argument("--seed", type=int, default=0)
+    audit.set_defaults(handler=run_audit)
+
+
+def run_caption(args: argparse.Namespace) -> int:
+    from egohorizon.pipelines.caption import parse_slice
+    from egohorizon.pipelines.caption_setup import make_job
+
+    settings = {"prompt": args.prompt, "frames_per_window": args.frames_per_window, "crop": args.crop,
+                "max_new_tokens": args.max_new_tokens, "temperature": args.temperature, "seed": args.seed,
+                "jpeg_quality": args.jpeg_quality}
+    runner = {"api_key_env": args.api_key_env, "concurrency": args.concurrency, "timeout": args.timeout,
+              "retries": args.retries, "batch_size": args.batch_size, "workers": args.workers,
+              "device": args.device, "dtype": args.dtype, "base_model": args.base_model}
+    job = make_job(args.shards, args.out, args.model, base_url=args.base_url,
+                   shard_slice=parse_slice(args.shard_slice), max_failures=args.max_failures,
+                   retry_failed=args.retry_failed, progress=args.progress, settings=settings, runner=runner)
+    report = job.run()
+    summary = {k: v for k, v in report.to_dict().items() if k not in ("failures", "shard_problems")}
+    summary["failed_windows"] = [f"{f['window']}: {f['kind']}: {f['reason'][:200]}" for f in report.failures]
+    summary["shard_problems"] = report.shard_problems
+    print(json.dumps(summary, indent=1, ensure_ascii=False))
+    return 0
+
+
+def run_merge(args: argparse.Namespace) -> int:
+    from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.caption_events import write_events
+    from egohorizon.pipelines.caption_results import result_files
+
+    out = Path(args.out)
+    if not result_files(out):
+        raise ConfigError(f"{out}: no captions.jsonl or captions.part-*.jsonl to merge")
+    print(json.dumps(write_events(out)))
+    return 0
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    try:
+        from egohorizon.pipelines.caption_audit import build_audit_page
+    except ImportError as error:
+        from egohorizon.errors import ConfigError
+
+        raise ConfigError(f"the caption audit page is not available in this installation ({error})") from None
+    counts = build_audit_page(args.events, args.shards, args.n, args.out, seed=args.seed, n_wrong=args.wrong)
+    print(json.dumps({"out": args.out, **counts}, indent=1))
+    return 0

@@ -1,0 +1,192 @@
+"""A local vision-language model (transformers), optionally with a trained LoRA adapter, generating for
+batches of ``(text, images)`` samples.
+
+Two halves, so a job can overlap them: ``encode(samples)`` is CPU work (the processor resizes the images
+and expands the image markers; egohorizon.backbones.collate.VisionTextCollator, left-padded prompts)
+and may run in a DataLoader worker; ``generate_batch(batch)`` runs the model.
+
+- With an ``adapter`` (a ``*.adapter`` folder saved by train.py: PEFT weights + ``egohorizon_adapter.json``
+  naming the base model), the base comes from the adapter's ``base_path`` unless ``model`` is given,
+  and prompts are fed as raw text, exactly as the adapter was trained (no chat template).
+- Without one (any hub VLM or local folder), prompts go through the processor's chat template when it
+  has one (instruction-tuned checkpoints expect it); the template writes the same image markers.
+
+Greedy decoding at ``temperature == 0``; sampling seeded with ``seed`` otherwise. Batched outputs can
+differ from one-at-a-time outputs in the last bits (padding); each window is generated once.
+torch, transformers and peft are imported when the model loads.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from egohorizon.errors import ConfigError
+from egohorizon.llm.base import LLMBackend, Prompt, as_messages
+
+log = logging.getLogger(__name__)
+
+ADAPTER_META_FILE = "egohorizon_adapter.json"  # written by models.lora_lm.LoRALanguageModule.save_adapter
+
+
+def read_adapter_meta(adapter: str | Path) -> dict[str, Any]:
+    """The adapter folder's ``egohorizon_adapter.json`` (base model, prompt, generation, data settings)."""
+    folder = Path(adapter)
+    path = folder / ADAPTER_META_FILE
+    if not (folder / "adapter_config.json").is_file():
+        raise ConfigError(f"{folder}: not a LoRA adapter folder (no adapter_config.json); pass a *.adapter "
+                          "folder saved by train.py")
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing; this adapter was not saved by train.py, so its base model and "
+                          "prompt are unknown (pass --base-model and --prompt)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON ({error})") from None
+
+
+class PromptEncoder:
+    """Samples -> a generation batch (picklable: it runs in DataLoader workers)."""
+
+    def __init__(self, processor, chat_template: bool):
+        from egohorizon.backbones.collate import VisionTextCollator
+
+        self.collate = VisionTextCollator(processor, with_prompts=True)
+        self.processor, self.chat_template = processor, chat_template
+
+    def text(self, text: str, n_images: int) -> str:
+        if not self.chat_template:
+            return text
+        from egohorizon.llm.images import IMAGE_MARK
+
+        pieces, content = text.split(IMAGE_MARK), []
+        if len(pieces) == 1:  # no marks: images in front, as the collator does
+            pieces = [""] * n_images + pieces
+        for i, piece in enumerate(pieces):
+            content += [{"type": "text", "text": piece}] if piece else []
+            content += [{"type": "image"}] if i < len(pieces) - 1 else []
+        return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def __call__(self, samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        images = [list(s.get("images") or []) for s in samples]
+        return self.collate([{"text": self.text(s["text"], len(ims)), "images": ims, "target": None}
+                             for s, ims in zip(samples, images)])
+
+
+class LocalVLMBackend(LLMBackend):
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        adapter: str | None = None,
+        device: str | None = None,
+        dtype: str | None = None,
+        batch_size: int = 8,
+        chat_template: bool | None = None,
+    ) -> None:
+        self.adapter = str(Path(adapter).resolve()) if adapter else None
+        self.adapter_meta = read_adapter_meta(adapter) if adapter else {}
+        base = model or self.adapter_meta.get("base_path") or self.adapter_meta.get("model_id")
+        if not base:
+            raise ConfigError("a local model needs a hub id or folder (or an adapter that names its base)")
+        self.base = str(base)
+        self.model_id = str(self.adapter_meta.get("model_id") or base) if adapter and not model else self.base
+        self.device, self.dtype, self.batch_size = device, dtype, batch_size
+        self.chat_template = chat_template
+        self._model = self._processor = None
+        self._mm = False
+
+    def _backbone(self):
+        from egohorizon.backbones import HFBackbone
+
+        return HFBackbone(path=self.base, kind="vlm", dtype=self.dtype)
+
+    def load_processor(self):
+        """The processor (cheap: no weights); enough to encode prompts."""
+        if self._processor is None:
+            processor = self._backbone().load_processor()
+            if processor is None or not hasattr(processor, "image_processor"):
+                raise ConfigError(f"{self.base}: no image processor; captioning needs a vision-language model")
+            if processor.tokenizer.pad_token_id is None:
+                processor.tokenizer.pad_token = processor.tokenizer.eos_token
+            if self.chat_template is None:  # an adapter saw raw prompts; an instruct model wants its template
+                self.chat_template = not self.adapter and bool(getattr(processor, "chat_template", None))
+            self._processor = processor
+        return self._processor
+
+    def load(self) -> None:
+        """The weights (base + adapter), on the device."""
+        if self._model is not None:
+            return
+        try:
+            import torch
+
+            from egohorizon.backbones import needs_mm_token_type_ids
+        except ImportError as error:
+            raise ConfigError("a local model needs torch and transformers (pip install 'egohorizon[train]')") from error
+        self.load_processor()
+        model = self._backbone().load_model()
+        if self.adapter:
+            from peft import PeftModel
+
+            model = PeftModel.from_pretrained(model, self.adapter)
+        device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        self._model = model.to(device).eval()
+        self._mm = needs_mm_token_type_ids(model)
+        log.info("loaded %s%s on %s (chat template: %s)", self.base,
+                 f" + adapter {self.adapter}" if self.adapter else "", device, self.chat_template)
+
+    def encoder(self) -> PromptEncoder:
+        return PromptEncoder(self.load_processor(), bool(self.chat_template))
+
+    def generate_batch(self, batch: dict[str, Any], *, max_new_tokens: int = 256, temperature: float = 0.0,
+                       seed: int = 0) -> list[str]:
+        """One text per sample of an encoded batch."""
+        import torch
+
+        self.load()
+        device = self._model.device
+        inputs = {"input_ids": batch["prompt_ids"].to(device), "attention_mask": batch["prompt_mask"].to(device)}
+        if "pixel_values" in batch:
+            inputs["pixel_values"] = batch["pixel_values"].to(device, dtype=self._model.dtype)
+            inputs["image_grid_thw"] = batch["image_grid_thw"].to(device)
+        if self._mm:
+            inputs["mm_token_type_ids"] = batch["prompt_mm_token_type_ids"].to(device)
+        tokenizer = self._processor.tokenizer
+        options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id,
+                                   "eos_token_id": tokenizer.eos_token_id}
+        options.update({"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False})
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            out = self._model.generate(**inputs, **options)
+        texts = tokenizer.batch_decode(out[:, inputs["input_ids"].shape[1]:], skip_special_tokens=True)
+        return [t.strip() for t in texts]
+
+    # -- the LLMBackend interface (chat messages with image parts) -----------------------------------
+
+    def generate(self, prompt: Prompt, *, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0,
+                 n: int = 1) -> list[str]:
+        return self.generate_many([prompt], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
+                                  n=n)[0]
+
+    def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
+                      seed: int = 0, n: int = 1) -> list[list[str]]:
+        from egohorizon.llm.images import message_sample
+
+        if n != 1 and temperature == 0:
+            raise ConfigError("greedy decoding gives one answer per prompt; use temperature > 0 for n > 1")
+        samples = [dict(zip(("text", "images"), message_sample(as_messages(p)))) for p in prompts]
+        encode, out = self.encoder(), []
+        for start in range(0, len(samples), self.batch_size):
+            chunk = samples[start:start + self.batch_size]
+            texts = [self.generate_batch(encode(chunk), max_new_tokens=max_new_tokens, temperature=temperature,
+                                         seed=seed + k) for k in range(n)]
+            out += [[texts[k][i] for k in range(n)] for i in range(len(chunk))]
+        return out
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "local_vlm", "model": self.model_id, "base": self.base, "adapter": self.adapter}

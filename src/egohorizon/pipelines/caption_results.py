@@ -1,0 +1,200 @@
+"""The captioning job's results: an append-only JSON Lines file, one line per finished window.
+
+``OUT/captions.jsonl`` (or ``OUT/captions.part-I-of-N.jsonl`` for a ``--shard-slice I/N`` run) holds one
+object per window the job finished::
+
+    {"window": "p1_2022-04-06_rec_w00003", "status": "ok" | "failed" | "skipped",
+     "shard": "p1/2022-04-06-000.tar", "participant", "day", "session", "start", "end",
+     "raw": model text | null, "actions": [{"start", "end", "action"}] (relative to the window),
+     "scene": str | null, "dropped": n, "unparsed": n, "failure": null | {"kind", "reason"},
+     "model", "adapter", "prompt": {"name", "version"}, "seed", "frames": [times used], "elapsed_s"}
+
+- ``ok``: the model answered and the parser found actions or a scene;
+- ``failed``: ``failure.kind`` is ``input`` (corrupt image, bad metadata: the shard must be fixed),
+  ``output`` (the model answered, but nothing parsed: ``raw`` keeps the answer) or ``model`` (server
+  error, timeout, backend exception). ``model`` failures are tried again by the next run; the others
+  only with ``--retry-failed`` (greedy decoding would give the same answer);
+- ``skipped``: a window the captioner cannot take (no frames); not counted as a failure.
+
+Each line is written with one ``write`` on an ``O_APPEND`` descriptor, so a killed process leaves whole
+lines; a torn last line (power loss, full disk) is cut off when the file is opened again and its
+window is captioned again. The latest line of a window wins. One process writes a file at a time
+(an advisory lock beside it).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Self
+
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "captions.jsonl"
+PART_FILE = "captions.part-{index:04d}-of-{count:04d}.jsonl"
+_PART_RE = re.compile(r"^captions\.part-\d{4}-of-\d{4}\.jsonl$")
+OK, FAILED, SKIPPED = "ok", "failed", "skipped"
+INPUT, OUTPUT, MODEL = "input", "output", "model"  # failure kinds
+PROVENANCE_KEYS = ("model", "adapter", "prompt", "seed")
+
+
+def results_file(out_dir: Path, shard_slice: tuple[int, int] | None) -> Path:
+    if shard_slice is None:
+        return out_dir / RESULTS_FILE
+    index, count = shard_slice
+    return out_dir / PART_FILE.format(index=index, count=count)
+
+
+def result_files(out_dir: Path) -> list[Path]:
+    """Every results file in ``out_dir``: the whole run's and the slices', in name order."""
+    if not out_dir.is_dir():
+        return []
+    return sorted(p for p in out_dir.iterdir() if p.name == RESULTS_FILE or _PART_RE.match(p.name))
+
+
+def is_done(record: dict[str, Any], retry_failed: bool = False) -> bool:
+    """Whether a window needs no new attempt (see the module docstring)."""
+    status = record.get("status")
+    if status in (OK, SKIPPED):
+        return True
+    if status == FAILED and not retry_failed:
+        return (record.get("failure") or {}).get("kind") in (INPUT, OUTPUT)
+    return False
+
+
+def better(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
+    """Which of two lines of one window counts: an ``ok`` line over any other, else the later one."""
+    return old is None or new.get("status") == OK or old.get("status") != OK
+
+
+def read_results(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """window -> its line that counts, and problems (file:line: what) of lines that were ignored.
+    A last line without its newline is a torn write: ignored here (``ResultsLog`` cuts it off)."""
+    records: dict[str, dict[str, Any]] = {}
+    problems: list[str] = []
+    data = path.read_bytes() if path.is_file() else b""
+    lines = data.split(b"\n")
+    if lines and lines[-1]:
+        problems.append(f"{path}:{len(lines)}: partial last line ({len(lines[-1])} bytes, a run was killed "
+                        "while writing it); its window is captioned again")
+    for number, raw in enumerate(lines[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            problems.append(f"{path}:{number}: not a JSON line ({error}); ignored")
+            continue
+        window = record.get("window") if isinstance(record, dict) else None
+        if not isinstance(window, str) or not window:
+            problems.append(f"{path}:{number}: field 'window': expected a window id; ignored")
+            continue
+        if better(record, records.get(window)):
+            records[window] = record
+    return records, problems
+
+
+def load_all_results(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """window -> its line that counts, over every results file of ``out_dir`` (read only)."""
+    merged: dict[str, dict[str, Any]] = {}
+    for path in result_files(out_dir):
+        records, problems = read_results(path)
+        for problem in problems:
+            log.warning("%s", problem)
+        for window, record in records.items():
+            if better(record, merged.get(window)):
+                merged[window] = record
+    return merged
+
+
+def provenance(record: dict[str, Any]) -> dict[str, Any]:
+    return {key: record.get(key) for key in PROVENANCE_KEYS}
+
+
+def check_provenance(records: Iterable[dict[str, Any]], expected: dict[str, Any], out_dir: Path) -> None:
+    """Refuses to mix captioners in one folder: finished windows must carry this run's provenance."""
+    for record in records:
+        if record.get("status") == OK and provenance(record) != expected:
+            raise ConfigError(
+                f"{out_dir} holds captions of window {record.get('window')} made by {provenance(record)}, "
+                f"but this run is {expected}. Use another --out folder for another model, adapter, prompt "
+                "or seed (or delete the folder to start over)")
+
+
+@dataclass
+class ResultsLog:
+    """The append-only results file of this process (locked while open)."""
+
+    path: Path
+
+    def __post_init__(self) -> None:
+        self._fd: int | None = None
+        self._lock_fd: int | None = None
+
+    def open(self) -> dict[str, dict[str, Any]]:
+        """Locks the file, cuts off a torn last line, and returns its windows (the lines that count)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = self.path.with_name(f".{self.path.name}.lock")
+        self._lock_fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConfigError(f"{self.path} is being written by another running job (lock {lock}); wait "
+                                  "for it, or give each job its own --out or --shard-slice") from None
+            raise
+        self._repair_tail()
+        records, problems = read_results(self.path)
+        for problem in problems:
+            log.warning("%s", problem)
+        self._fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        return records
+
+    def _repair_tail(self) -> None:
+        if not self.path.is_file():
+            return
+        with open(self.path, "r+b") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size == 0:
+                return
+            handle.seek(max(0, size - 1))
+            if handle.read(1) == b"\n":
+                return
+            handle.seek(0)
+            data = handle.read()
+            keep = data.rfind(b"\n") + 1
+            log.warning("%s: cutting off a partial last line (%d bytes) left by a killed run; its window is "
+                        "captioned again", self.path, size - keep)
+            handle.truncate(keep)
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        written = os.write(self._fd, line)
+        if written != len(line):  # a full disk: leave a torn line for the next open to cut off, and stop
+            raise OSError(errno.ENOSPC, f"{self.path}: wrote {written} of {len(line)} bytes")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # releases the lock
+            self._lock_fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

@@ -1,0 +1,110 @@
+"""From the command's options to a ``CaptionJob``: which model, which prompt, which runner.
+
+``--model`` is a trained adapter (a ``*.adapter`` folder, a ``.ckpt`` saved by train.py beside its
+adapter, or a run folder: its best adapter), any local VLM (hub id or folder), or, with ``--base-url``,
+the model name a server knows. An adapter brings its own prompt file (the one it was trained with),
+its base model, its frame count and its token budget; options given explicitly win.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from egohorizon.errors import ConfigError
+from egohorizon.pipelines.caption import CaptionJob, CaptionSettings
+
+DEFAULT_FRAMES = 8
+DEFAULT_MAX_NEW_TOKENS = 256
+
+
+@dataclass
+class ModelChoice:
+    model: str
+    base_url: str | None = None
+    adapter: Path | None = None
+    adapter_meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _looks_like_adapter(path: Path) -> bool:
+    return path.suffix == ".ckpt" or (path / "adapter_config.json").is_file() or (path / "checkpoints").is_dir()
+
+
+def choose_model(model: str, base_url: str | None = None) -> ModelChoice:
+    if base_url:
+        return ModelChoice(model=model, base_url=base_url)
+    path = Path(model).expanduser()
+    if path.exists() and _looks_like_adapter(path):
+        from egohorizon.llm.vision_local import read_adapter_meta
+        from egohorizon.run_eval import resolve_adapter
+
+        adapter = resolve_adapter(str(path)).resolve()
+        return ModelChoice(model=model, adapter=adapter, adapter_meta=read_adapter_meta(adapter))
+    return ModelChoice(model=model)
+
+
+def caption_settings(choice: ModelChoice, *, prompt: str | None = None, frames_per_window: int | None = None,
+                     crop: bool | None = None, max_new_tokens: int | None = None, temperature: float = 0.0,
+                     seed: int = 0, jpeg_quality: int = 90) -> CaptionSettings:
+    from egohorizon.prompts import load_prompt
+    from egohorizon.prompts.caption import CAPTION_PROMPT_NAME
+
+    meta = choice.adapter_meta
+    if prompt is None and choice.adapter is not None:
+        name = (meta.get("prompt") or {}).get("name", CAPTION_PROMPT_NAME)
+        own = choice.adapter / f"{name}.txt"
+        if not own.is_file():
+            raise ConfigError(f"{choice.adapter}: the adapter's prompt file {own.name} is missing; pass --prompt")
+        prompt = str(own)
+    loaded = load_prompt(prompt or CAPTION_PROMPT_NAME)
+    data = meta.get("data") or {}
+    generation = meta.get("generation") or {}
+    if frames_per_window is None:
+        frames_per_window = data.get("frames_per_window") or DEFAULT_FRAMES
+    if frames_per_window < 1:
+        raise ConfigError(f"--frames-per-window: expected at least 1, got {frames_per_window}")
+    return CaptionSettings(
+        prompt=loaded.path, prompt_name=loaded.name, prompt_version=loaded.version,
+        frames_per_window=frames_per_window, with_crop=data.get("crops", True) if crop is None else crop,
+        max_new_tokens=max_new_tokens or generation.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS,
+        temperature=temperature, seed=seed, jpeg_quality=jpeg_quality)
+
+
+def make_runner(choice: ModelChoice, *, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
+                timeout: float = 120.0, retries: int = 3, batch_size: int = 8, workers: int = 1,
+                device: str | None = None, dtype: str | None = None, base_model: str | None = None):
+    """The runner and its backend for ``choice``."""
+    if choice.base_url:
+        from egohorizon.llm.openai_http import OpenAIChatBackend
+        from egohorizon.pipelines.caption_runners import HTTPRunner
+
+        backend = OpenAIChatBackend(choice.base_url, choice.model, api_key_env=api_key_env, timeout=timeout,
+                                    max_retries=retries, max_concurrency=concurrency)
+        return HTTPRunner(backend, concurrency=concurrency)
+    from egohorizon.llm.vision_local import LocalVLMBackend
+    from egohorizon.pipelines.caption_runners import LocalRunner
+
+    if choice.adapter is not None:
+        backend = LocalVLMBackend(base_model, adapter=str(choice.adapter), device=device, dtype=dtype,
+                                  batch_size=batch_size)
+    else:
+        backend = LocalVLMBackend(choice.model, device=device, dtype=dtype, batch_size=batch_size)
+    return LocalRunner(backend, batch_size=batch_size, workers=workers)
+
+
+def provenance(choice: ModelChoice, runner, settings: CaptionSettings) -> dict[str, Any]:
+    """Written on every result line and every event: model id, adapter, prompt name and version, seed."""
+    return {"model": runner.backend.model_id, "adapter": str(choice.adapter) if choice.adapter else None,
+            "prompt": {"name": settings.prompt_name, "version": settings.prompt_version}, "seed": settings.seed}
+
+
+def make_job(shards: str | Path, out: str | Path, model: str, *, base_url: str | None = None,
+             shard_slice: tuple[int, int] | None = None, max_failures: float = 0.05, retry_failed: bool = False,
+             progress: bool | None = None, settings: dict[str, Any] | None = None,
+             runner: dict[str, Any] | None = None) -> CaptionJob:
+    choice = choose_model(model, base_url)
+    chosen = caption_settings(choice, **(settings or {}))
+    made = make_runner(choice, **(runner or {}))
+    return CaptionJob(shards, out, made, chosen, provenance(choice, made, chosen), shard_slice=shard_slice,
+                      max_failures=max_failures, retry_failed=retry_failed, progress=progress)
