@@ -155,6 +155,7 @@ def prepare_window(raw: dict[str, Any], shard: str, settings: CaptionSettings
                                 with_crop=settings.with_crop, prompt=settings.prompt)
         chosen = pick_frames(len(window.frames), settings.frames_per_window)
         info["frames"] = [round(window.meta["frames"][i]["t"] - window.meta["start"], 3) for i in chosen]
+        info["crop"] = len(sample["images"]) > len(chosen)  # the gaze close-up went in too
     except (ValueError, KeyError, TypeError, IndexError) as error:  # metadata the sample cannot use
         return info, None, Outcome(info, failure=(INPUT, f"bad_metadata: {type(error).__name__}: {error}"))
     return info, sample, None
