@@ -370,6 +370,7 @@ def train_tiny_adapter(shards: Path, folder: Path) -> Path:
     import functools
 
     import torch
+    from webdataset.tariterators import group_by_keys, tar_file_expander, url_opener
 
     from egohorizon.backbones import TinyBackbone
     from egohorizon.backbones.collate import VisionTextCollator
@@ -377,7 +378,6 @@ def train_tiny_adapter(shards: Path, folder: Path) -> Path:
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.prompts.caption import caption_sample
     from models.caption import CaptionModule
-    from webdataset.tariterators import group_by_keys, tar_file_expander, url_opener
 
     samples = []
     for url in ShardIndex.load(shards).urls():
