@@ -105,6 +105,12 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:
 
 
 def run_caption(args: argparse.Namespace) -> int:
+    import os
+
+    # Before torch loads: idle OpenMP threads wait passively. A local model shares the cores with the
+    # worker preparing its next batches (and, on a shared node, with other jobs); spinning threads made
+    # the tiny model's generation 4-15x slower on 2 busy cores (docs/captioning.md).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     from egohorizon.pipelines.caption import parse_slice
     from egohorizon.pipelines.caption_setup import make_job
 

@@ -41,9 +41,11 @@ def as_rgb_array(image: Any):
 
 
 def jpeg_bytes(image: Any, quality: int = 90) -> bytes:
-    import simplejpeg  # libjpeg-turbo: the shards' decoder; encodes a 448-px frame in about a millisecond
+    import simplejpeg  # libjpeg-turbo, the shards' decoder too
 
-    return simplejpeg.encode_jpeg(as_rgb_array(image), quality=quality, colorspace="RGB")
+    # 4:2:0 chroma, as cameras and most JPEGs have it: 40% less encoding time than 4:4:4 for a 448-px frame
+    # (0.5 ms), and what servers' image loaders expect.
+    return simplejpeg.encode_jpeg(as_rgb_array(image), quality=quality, colorspace="RGB", colorsubsampling="420")
 
 
 def jpeg_data_url(image: Any, quality: int = 90) -> str:

@@ -23,7 +23,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -137,25 +137,64 @@ def window_info(raw: dict[str, Any], shard: str) -> dict[str, Any]:
     return info
 
 
+class LazyImages(Sequence):
+    """A window's frames (or crops) decoded on first access: a prompt uses a few of its ~30 frames and one
+    close-up, and decoding all of them was most of the client's work (scripts/bench_caption.py)."""
+
+    def __init__(self, sample: dict[str, Any], fields: list[str | None]):
+        self.sample, self.fields = sample, fields
+        self.decoded: dict[int, Any] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def __getitem__(self, i):
+        from egohorizon.data.shards.encode import CORRUPT_IMAGE, SampleError, decode_jpeg
+
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        if self.fields[i] is None:
+            return None
+        if i not in self.decoded:
+            try:
+                self.decoded[i] = decode_jpeg(self.sample[self.fields[i]])
+            except ValueError:
+                raise SampleError(CORRUPT_IMAGE, f"sample {self.sample.get('__key__')!r}: image "
+                                                 f"{self.fields[i]} is corrupt") from None
+        return self.decoded[i]
+
+
+def window_images(raw: dict[str, Any], with_crop: bool) -> tuple[dict[str, Any], LazyImages, LazyImages]:
+    """The window's metadata (checked: every frame and crop it promises is in the sample) and its
+    frames and crops, decoded when used; SampleError for an unusable sample."""
+    from egohorizon.data.shards.encode import check_fields, crop_field, frame_field, parse_meta
+
+    meta = parse_meta(raw)
+    check_fields(raw, meta)
+    frames = LazyImages(raw, [frame_field(i) for i in range(len(meta["frames"]))])
+    crops = LazyImages(raw, [crop_field(i) if with_crop and f.get("crop_box") else None
+                             for i, f in enumerate(meta["frames"])])
+    return meta, frames, crops
+
+
 def prepare_window(raw: dict[str, Any], shard: str, settings: CaptionSettings
                    ) -> tuple[dict[str, Any], dict[str, Any] | None, Outcome | None]:
     """A raw tar sample -> (info, ``{text, images}``, None), or (info, None, the outcome that ends it)."""
-    from egohorizon.data.shards.encode import SampleError, decode_window
+    from egohorizon.data.shards.encode import SampleError
     from egohorizon.prompts.caption import caption_sample, pick_frames
 
     info = window_info(raw, shard)
     try:
-        window = decode_window(raw, crops=settings.with_crop)
+        meta, frames, crops = window_images(raw, settings.with_crop)
+        if not frames:
+            return info, None, Outcome(info, skipped="no frames (shards built with --min-frames 0)")
+        sample = caption_sample(meta, frames, crops, settings.frames_per_window, with_crop=settings.with_crop,
+                                prompt=settings.prompt)
+        chosen = pick_frames(len(frames), settings.frames_per_window)
+        info["frames"] = [round(meta["frames"][i]["t"] - meta["start"], 3) for i in chosen]
+        info["crop"] = len(sample["images"]) > len(chosen)  # the gaze close-up went in too
     except SampleError as error:
         return info, None, Outcome(info, failure=(INPUT, f"{error.reason}: {error}"))
-    if not window.frames:
-        return info, None, Outcome(info, skipped="no frames (shards built with --min-frames 0)")
-    try:
-        sample = caption_sample(window.meta, window.frames, window.crops, settings.frames_per_window,
-                                with_crop=settings.with_crop, prompt=settings.prompt)
-        chosen = pick_frames(len(window.frames), settings.frames_per_window)
-        info["frames"] = [round(window.meta["frames"][i]["t"] - window.meta["start"], 3) for i in chosen]
-        info["crop"] = len(sample["images"]) > len(chosen)  # the gaze close-up went in too
     except (ValueError, KeyError, TypeError, IndexError) as error:  # metadata the sample cannot use
         return info, None, Outcome(info, failure=(INPUT, f"bad_metadata: {type(error).__name__}: {error}"))
     return info, sample, None
@@ -166,16 +205,19 @@ class ShardReader:
     unreadable shards and samples lost in them (``problems``)."""
 
     def __init__(self, index, entries: list[dict], done: set[str]):
+        import webdataset.tariterators  # noqa: F401 - read_shards uses it; it imports torch: at set-up, not mid-run
+
+        from egohorizon.data.shards import stages
+
+        self._stages = stages
         self.urls = [str(index.path_of(e)) for e in entries]
         self.relative = {str(index.path_of(e)): e["path"] for e in entries}
         self.expected = {str(index.path_of(e)): int(e["samples"]) for e in entries}
         self.done = done
 
     def __iter__(self) -> Iterator[tuple[str, dict[str, Any]]]:
-        from egohorizon.data.shards.stages import StreamStats, read_shards
-
-        self.stats = StreamStats()
-        for raw in read_shards(self.stats, self.expected)({"url": u} for u in self.urls):
+        self.stats = self._stages.StreamStats()
+        for raw in self._stages.read_shards(self.stats, self.expected)({"url": u} for u in self.urls):
             if raw.get("__key__") in self.done:
                 continue
             yield self.relative[raw["__url__"]], raw

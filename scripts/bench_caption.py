@@ -1,0 +1,155 @@
+#!/usr/bin/env python
+"""Throughput of `egohorizon caption` (issue 11, item 5): is the client ever the bottleneck?
+
+One run measures, on demo-world window shards (30 frames per window, 448 px, gaze crops):
+
+1. server: the job against scripts/loopback_vlm_server.py, which serves at most ``--concurrency``
+   requests at once with a fixed ``--latency`` each, so its maximum throughput is concurrency / latency
+   windows per second. The job runs with the same ``--concurrency`` and prepares every window as it
+   would for vLLM (decode, gaze ring, JPEG data URLs). Printed: achieved / maximum (target >= 0.90).
+2. local: the tiny offline Qwen2.5-VL (egohorizon.backbones.TinyBackbone, random weights) on the
+   windows of one shard. First the model's own generation time: the same batches, prepared
+   beforehand, timed in ``generate_batch`` only. Then the job's wall time on those windows (reading,
+   decoding, prompts and the processor in a DataLoader worker while the model generates).
+   Printed: job wall / generation time (target <= 1.20).
+
+    python scripts/bench_caption.py                         # builds 1 demo day of shards (~40 s) first
+    python scripts/bench_caption.py --shards data/bench_shards --json bench.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+# As `egohorizon caption` does (commands/caption.py): idle OpenMP threads must not spin on shared cores.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+REPO = Path(__file__).resolve().parents[1]
+SERVER = REPO / "scripts" / "loopback_vlm_server.py"
+
+
+def build_shards(out: Path, demo_dir: str | None, days: int, stride: int) -> Path:
+    from egohorizon.cli import main
+
+    args = ["shards", "build", "--demo", "--demo-days", str(days), "--stride", str(stride), "--out", str(out)]
+    if demo_dir:
+        args += ["--demo-dir", demo_dir]
+    if main(args) != 0:
+        raise SystemExit("building the demo shards failed")
+    return out
+
+
+def http_ratio(shards: Path, out: Path, args) -> dict:
+    """The job against the loopback server: achieved windows/s over the server's maximum."""
+    from egohorizon.pipelines.caption import CaptionJob
+    from egohorizon.pipelines.caption_setup import ModelChoice, caption_settings, make_runner, provenance
+
+    server = subprocess.Popen([sys.executable, str(SERVER), "--latency", str(args.latency), "--concurrency",
+                               str(args.concurrency), "--lifetime", "600"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = server.stdout.readline().split()[1]
+        choice = ModelChoice(model="loopback-vlm", base_url=f"http://127.0.0.1:{port}/v1")
+        settings = caption_settings(choice, frames_per_window=args.frames_per_window)
+        runner = make_runner(choice, concurrency=args.concurrency)
+        job = CaptionJob(shards, out, runner, settings, provenance(choice, runner, settings), progress=False)
+        report = job.run()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=10) as reply:
+            stats = json.loads(reply.read())
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    maximum = args.concurrency / args.latency
+    achieved = report.attempted / report.wall_s
+    return {"windows": report.attempted, "wall_s": round(report.wall_s, 3), "achieved_per_s": round(achieved, 3),
+            "maximum_per_s": round(maximum, 3), "ratio": round(achieved / maximum, 4),
+            "server_max_in_flight": stats["max_in_flight"], "images_sent": stats["images"],
+            "failed": report.counts.get("failed", 0)}
+
+
+def tiny_model(cache: Path, corpus: list[str]) -> str:
+    from egohorizon.backbones import TinyBackbone
+
+    backbone = TinyBackbone(cache_dir=str(cache))
+    backbone.prepare(corpus=lambda: corpus)
+    return backbone.base_path
+
+
+def local_ratio(shards: Path, out: Path, args) -> dict:
+    """The job with the local tiny model over one shard, against the model's own generation time."""
+    from egohorizon.data.shards.index import ShardIndex
+    from egohorizon.llm.vision_local import LocalVLMBackend
+    from egohorizon.pipelines.caption import CaptionJob, ShardReader, slice_entries
+    from egohorizon.pipelines.caption_runners import LocalRunner, _EncodedBatches
+    from egohorizon.pipelines.caption_setup import ModelChoice, caption_settings, provenance
+
+    index = ShardIndex.load(shards)
+    count = len(index.shards)
+    entries = slice_entries(index.shards, (0, count))  # the first shard
+    settings = caption_settings(ModelChoice(model="tiny"), frames_per_window=args.frames_per_window,
+                                max_new_tokens=args.max_new_tokens)
+    # The tokenizer of the tiny model learns from the prompts it will see (as train.py's corpus does).
+    corpus = []
+    for item in _EncodedBatches(ShardReader(index, entries, set()), settings, lambda s: s, 10**9):
+        corpus += [s["text"] for s in item.get("batch", [])]
+    model = tiny_model(out / "tiny", corpus)
+
+    backend = LocalVLMBackend(model, batch_size=args.batch_size)
+    backend.load()
+    batches = [item for item in _EncodedBatches(ShardReader(index, entries, set()), settings, backend.encoder(),
+                                                args.batch_size) if "batch" in item]
+    backend.generate_batch(batches[0]["batch"], max_new_tokens=2)  # warm-up (first-call allocations)
+    start = time.perf_counter()
+    for item in batches:
+        backend.generate_batch(item["batch"], max_new_tokens=settings.max_new_tokens, seed=settings.seed)
+    generation_s = time.perf_counter() - start
+
+    runner = LocalRunner(backend, batch_size=args.batch_size, workers=1)
+    job = CaptionJob(shards, out / "local", runner, settings, provenance(ModelChoice(model=model), runner, settings),
+                     shard_slice=(0, count), progress=False, max_failures=1.0)
+    report = job.run()
+    windows = sum(len(item["infos"]) for item in batches)
+    return {"windows": windows, "batches": len(batches), "generation_s": round(generation_s, 3),
+            "job_wall_s": round(report.wall_s, 3), "job_generation_s": round(runner.generation_s, 3),
+            "ratio": round(report.wall_s / generation_s, 4), "attempted": report.attempted}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--shards", help="a shard folder to use (default: build one demo day into a temp folder)")
+    parser.add_argument("--demo-dir", help="the demo world folder (default: data/demo)")
+    parser.add_argument("--demo-days", type=int, default=1)
+    parser.add_argument("--stride", type=int, default=8, help="keep every N-th demo window (default 8)")
+    parser.add_argument("--latency", type=float, default=0.5, help="server seconds per request (default 0.5)")
+    parser.add_argument("--concurrency", type=int, default=8, help="server and client concurrency (default 8)")
+    parser.add_argument("--frames-per-window", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=8, help="local model batch (default 8)")
+    parser.add_argument("--max-new-tokens", type=int, default=96, help="local model tokens per window (default 96)")
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    with tempfile.TemporaryDirectory(prefix="bench_caption_") as tmp:
+        tmp = Path(tmp)
+        shards = Path(args.shards) if args.shards else build_shards(tmp / "shards", args.demo_dir, args.demo_days,
+                                                                    args.stride)
+        server = http_ratio(shards, tmp / "http", args)
+        local = local_ratio(shards, tmp, args)
+    print(f"server: {server['windows']} windows in {server['wall_s']:.2f} s = {server['achieved_per_s']:.2f}/s; "
+          f"maximum {args.concurrency}/{args.latency:g} s = {server['maximum_per_s']:.2f}/s; "
+          f"achieved/maximum = {server['ratio']:.3f} (target >= 0.90)")
+    print(f"local:  {local['windows']} windows in {local['batches']} batches; model generation {local['generation_s']:.2f} s, "
+          f"job wall {local['job_wall_s']:.2f} s; job/generation = {local['ratio']:.3f} (target <= 1.20)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"server": server, "local": local, "settings": vars(args)}, indent=1))
+    return 0 if server["ratio"] >= 0.9 and local["ratio"] <= 1.2 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
