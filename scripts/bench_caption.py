@@ -8,7 +8,7 @@ One run measures, on demo-world window shards (30 frames per window, 448 px, gaz
    windows per second. The job runs with the same ``--concurrency`` and prepares every window as it
    would for vLLM (decode, gaze ring, JPEG data URLs). Printed: achieved / maximum (target >= 0.90).
 2. local: the tiny offline Qwen2.5-VL (egohorizon.backbones.TinyBackbone, random weights) on the
-   windows of one shard. First the model's own generation time: the same batches, prepared
+   windows of the first ``--local-shards`` shards. First the model's own generation time: the same batches, prepared
    beforehand, timed in ``generate_batch`` only. Then the job's wall time on those windows (reading,
    decoding, prompts and the processor in a DataLoader worker while the model generates).
    Printed: job wall / generation time (target <= 1.20).
@@ -86,13 +86,15 @@ def local_ratio(shards: Path, out: Path, args) -> dict:
     """The job with the local tiny model over one shard, against the model's own generation time."""
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.llm.vision_local import LocalVLMBackend
-    from egohorizon.pipelines.caption import CaptionJob, ShardReader, slice_entries
+    from egohorizon.pipelines.caption import CaptionJob, ShardReader
     from egohorizon.pipelines.caption_runners import LocalRunner, _EncodedBatches
     from egohorizon.pipelines.caption_setup import ModelChoice, caption_settings, provenance
 
     index = ShardIndex.load(shards)
     count = len(index.shards)
-    entries = slice_entries(index.shards, (0, count))  # the first shard
+    if count % args.local_shards:
+        raise SystemExit(f"--local-shards {args.local_shards} must divide the {count} shards (the job takes a slice)")
+    entries = sorted(index.shards, key=lambda e: e["path"])[:args.local_shards]
     settings = caption_settings(ModelChoice(model="tiny"), frames_per_window=args.frames_per_window,
                                 max_new_tokens=args.max_new_tokens)
     # The tokenizer of the tiny model learns from the prompts it will see (as train.py's corpus does).
@@ -102,21 +104,26 @@ def local_ratio(shards: Path, out: Path, args) -> dict:
     model = tiny_model(out / "tiny", corpus)
 
     backend = LocalVLMBackend(model, batch_size=args.batch_size)
+    runner = LocalRunner(backend, batch_size=args.batch_size, workers=args.local_workers)
+    runner.share_cores()  # the job's thread setting, for both measurements
     backend.load()
     batches = [item for item in _EncodedBatches(ShardReader(index, entries, set()), settings, backend.encoder(),
                                                 args.batch_size) if "batch" in item]
-    backend.generate_batch(batches[0]["batch"], max_new_tokens=2)  # warm-up (first-call allocations)
+    # Warm-up: one whole batch, so first-call allocations (the KV cache's growth) count in neither figure.
+    backend.generate_batch(batches[0]["batch"], max_new_tokens=settings.max_new_tokens, seed=settings.seed)
     start = time.perf_counter()
     for item in batches:
         backend.generate_batch(item["batch"], max_new_tokens=settings.max_new_tokens, seed=settings.seed)
     generation_s = time.perf_counter() - start
 
-    runner = LocalRunner(backend, batch_size=args.batch_size, workers=1)
     job = CaptionJob(shards, out / "local", runner, settings, provenance(ModelChoice(model=model), runner, settings),
-                     shard_slice=(0, count), progress=False, max_failures=1.0)
+                     shard_slice=(0, count // args.local_shards), progress=False, max_failures=1.0)
     report = job.run()
     windows = sum(len(item["infos"]) for item in batches)
-    return {"windows": windows, "batches": len(batches), "generation_s": round(generation_s, 3),
+    import torch
+
+    return {"windows": windows, "batches": len(batches), "torch_threads": torch.get_num_threads(),
+            "generation_s": round(generation_s, 3),
             "job_wall_s": round(report.wall_s, 3), "job_generation_s": round(runner.generation_s, 3),
             "ratio": round(report.wall_s / generation_s, 4), "attempted": report.attempted}
 
@@ -131,7 +138,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8, help="server and client concurrency (default 8)")
     parser.add_argument("--frames-per-window", type=int, default=8)
     parser.add_argument("--batch-size", type=int, default=8, help="local model batch (default 8)")
-    parser.add_argument("--max-new-tokens", type=int, default=96, help="local model tokens per window (default 96)")
+    parser.add_argument("--max-new-tokens", type=int, default=160,
+                        help="local model tokens per window (default 160, CaptionModule's budget)")
+    parser.add_argument("--local-workers", type=int, default=1,
+                        help="prefetch worker processes of the local job (default 1; 0: no overlap, for contrast)")
+    parser.add_argument("--local-shards", type=int, default=2, help="shards the local model captions (default 2)")
+    parser.add_argument("--only", choices=("server", "local"), help="run one of the two measurements")
     parser.add_argument("--json", help="also write the figures here")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
@@ -139,16 +151,20 @@ def main() -> int:
         tmp = Path(tmp)
         shards = Path(args.shards) if args.shards else build_shards(tmp / "shards", args.demo_dir, args.demo_days,
                                                                     args.stride)
-        server = http_ratio(shards, tmp / "http", args)
-        local = local_ratio(shards, tmp, args)
-    print(f"server: {server['windows']} windows in {server['wall_s']:.2f} s = {server['achieved_per_s']:.2f}/s; "
-          f"maximum {args.concurrency}/{args.latency:g} s = {server['maximum_per_s']:.2f}/s; "
-          f"achieved/maximum = {server['ratio']:.3f} (target >= 0.90)")
-    print(f"local:  {local['windows']} windows in {local['batches']} batches; model generation {local['generation_s']:.2f} s, "
-          f"job wall {local['job_wall_s']:.2f} s; job/generation = {local['ratio']:.3f} (target <= 1.20)")
+        server = http_ratio(shards, tmp / "http", args) if args.only != "local" else None
+        local = local_ratio(shards, tmp, args) if args.only != "server" else None
+    if server:
+        print(f"server: {server['windows']} windows in {server['wall_s']:.2f} s = {server['achieved_per_s']:.2f}/s; "
+              f"maximum {args.concurrency}/{args.latency:g} s = {server['maximum_per_s']:.2f}/s; "
+              f"achieved/maximum = {server['ratio']:.3f} (target >= 0.90)")
+    if local:
+        print(f"local:  {local['windows']} windows in {local['batches']} batches; model generation "
+              f"{local['generation_s']:.2f} s, job wall {local['job_wall_s']:.2f} s; job/generation = "
+              f"{local['ratio']:.3f} (target <= 1.20)")
     if args.json:
         Path(args.json).write_text(json.dumps({"server": server, "local": local, "settings": vars(args)}, indent=1))
-    return 0 if server["ratio"] >= 0.9 and local["ratio"] <= 1.2 else 1
+    ok = (server is None or server["ratio"] >= 0.9) and (local is None or local["ratio"] <= 1.2)
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -100,6 +100,14 @@ class LocalVLMBackend(LLMBackend):
         self._model = self._processor = None
         self._mm = False
 
+    def device_type(self) -> str:
+        """``cuda`` or ``cpu``: where the model runs (or will)."""
+        if self._model is not None:
+            return self._model.device.type
+        import torch
+
+        return str(self.device or ("cuda" if torch.cuda.is_available() else "cpu")).split(":")[0]
+
     def _backbone(self):
         from egohorizon.backbones import HFBackbone
 

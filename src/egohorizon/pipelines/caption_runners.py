@@ -6,7 +6,8 @@
   requests and the server never waits on the client (scripts/bench_caption.py measures it).
 - ``LocalRunner``: a local VLM (``egohorizon.llm.vision_local``) in batches. With ``workers >= 1`` a
   DataLoader worker process reads the shards, decodes, renders the prompts and runs the processor for
-  the next batches while the model generates, so the job takes about the model's own time.
+  the next batches while the model generates (on a CPU, on a core of its own), so the job takes about
+  the model's own time.
 """
 
 from __future__ import annotations
@@ -112,6 +113,7 @@ class LocalRunner:
         self.workers, self.prefetch_batches = workers, prefetch_batches
         self.generation_s = 0.0
         self._stats = None
+        self._threads_set = False
 
     def batches(self, reader: ShardReader, settings: CaptionSettings) -> Iterator[dict[str, Any]]:
         """Encoded batches (and early outcomes) of the reader's windows, prepared ahead in a worker."""
@@ -130,7 +132,18 @@ class LocalRunner:
                                              prefetch_factor=self.prefetch_batches)
         yield from loader
 
+    def share_cores(self) -> None:
+        """On a CPU, the model's threads leave one core per prefetch worker: torch's default (one thread
+        per core) made the workers and the model take turns (tiny model on 2 cores: 1 thread generated
+        faster than 2 even alone, docs/captioning.md)."""
+        import torch
+
+        if self.workers > 0 and self.backend.device_type() == "cpu" and not self._threads_set:
+            torch.set_num_threads(max(1, torch.get_num_threads() - self.workers))
+            self._threads_set = True
+
     def run(self, reader: ShardReader, settings: CaptionSettings) -> Iterator[Outcome]:
+        self.share_cores()
         for item in self.batches(reader, settings):
             if "stats" in item:
                 self._stats = item["stats"]
