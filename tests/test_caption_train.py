@@ -42,6 +42,7 @@ def trained(tmp_path_factory):
             "data.batch_size=2",
             "logger=csv",
             "trainer.max_epochs=1",
+            "trainer.check_val_every_n_epoch=1",
             "+trainer.limit_train_batches=8",
             "+trainer.limit_val_batches=2",
             "+trainer.limit_test_batches=2",
