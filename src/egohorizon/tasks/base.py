@@ -71,14 +71,16 @@ class Task(ABC):
         prompt_version: str,
         seed: int | None,
     ) -> list[dict[str, Any]]:
-        """One JSONL row per item: the parsed ``prediction``, or the raw ``text`` when nothing parsed
-        (so re-scoring counts it invalid again), the raw texts, model, prompt and seed."""
+        """One JSONL row per item: the parsed prediction's fields (``prediction_fields``), or the raw
+        ``text`` when nothing usable parsed (so re-scoring counts it invalid again), the raw texts,
+        model, prompt and seed."""
         rows = []
         for item in items:
             raw = list(texts.get(item.id, []))
             row: dict[str, Any] = {"id": item.id}
-            if predictions.get(item.id) is not None:
-                row[self.prediction_field] = predictions[item.id]
+            fields = self.prediction_fields(predictions.get(item.id))
+            if fields is not None:
+                row.update(fields)
             else:
                 row["text"] = raw[0] if raw else ""
             row.update(
@@ -88,6 +90,10 @@ class Task(ABC):
         return rows
 
     prediction_field = "prediction"
+
+    def prediction_fields(self, prediction: Any) -> dict[str, Any] | None:
+        """A parsed prediction as record fields; None for an invalid one (its raw text is kept)."""
+        return None if prediction is None else {self.prediction_field: prediction}
 
     def example_rows(
         self, items: Sequence[Any], evaluation: Evaluation, n: int

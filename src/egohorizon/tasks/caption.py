@@ -120,25 +120,17 @@ class CaptionTask(Task):
             candidates=dict(predictions),
         )
 
-    def prediction_records(self, items, texts, predictions, model_id, prompt_name, prompt_version, seed):
-        """``CaptionPrediction`` rows: ``actions`` and ``scene`` when the output parsed, else the raw
-        ``text`` (re-scoring counts it invalid again), with the parser's counts, model, prompt, seed."""
-        rows = []
-        for item in items:
-            raw = list(texts.get(item.id, []))
-            parse = predictions.get(item.id)
-            row: dict[str, Any] = {"id": item.id}
-            if parse is not None and not parse.invalid:
-                row.update(
-                    actions=_actions(parse), scene=parse.scene, dropped=parse.dropped, unparsed=parse.unparsed
-                )
-            else:
-                row["text"] = raw[0] if raw else ""
-            row.update(
-                raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed
-            )
-            rows.append(row)
-        return rows
+    def prediction_fields(self, prediction) -> dict[str, Any] | None:
+        """``CaptionPrediction`` fields: ``actions`` and ``scene`` with the parser's counts when the
+        output parsed (the raw ``text`` otherwise, kept by ``prediction_records``)."""
+        if prediction is None or prediction.invalid:
+            return None
+        return {
+            "actions": _actions(prediction),
+            "scene": prediction.scene,
+            "dropped": prediction.dropped,
+            "unparsed": prediction.unparsed,
+        }
 
     def example_rows(self, items, evaluation: Evaluation, n: int):
         columns = ["id", "activity", "gold", "predicted", "f1", "soft_edit"]

@@ -125,19 +125,9 @@ def prediction_records(
     A valid prediction carries ``candidates``; an invalid one carries only ``text`` (its first raw
     output), so re-scoring the file with ``egohorizon score`` counts it invalid again.
     """
-    rows = []
-    for point in points:
-        raw = list(texts.get(point.id, []))
-        row: dict[str, Any] = {"id": point.id}
-        if candidates.get(point.id):
-            row["candidates"] = candidates[point.id]
-        else:
-            row["text"] = raw[0] if raw else ""
-        row.update(
-            raw_texts=raw, model=model_id, prompt=prompt_name, prompt_version=prompt_version, seed=seed
-        )
-        rows.append(row)
-    return rows
+    return ForecastTask().prediction_records(
+        points, texts, candidates, model_id, prompt_name, prompt_version, seed
+    )
 
 
 def example_rows(
@@ -267,8 +257,8 @@ class ForecastTask(Task):
         s_norm = "n/a" if overall["S_norm"] is None else f"{overall['S_norm']:.4f}"
         return f"S {overall['S'] or 0.0:.4f}, S_norm {s_norm}, invalid {overall['invalid']}/{overall['n']}"
 
-    def prediction_records(self, items, texts, predictions, model_id, prompt_name, prompt_version, seed):
-        return prediction_records(items, texts, predictions, model_id, prompt_name, prompt_version, seed)
+    def prediction_fields(self, prediction) -> dict[str, Any] | None:
+        return {"candidates": prediction} if prediction else None  # no candidate left: invalid
 
     def example_rows(self, items, evaluation: Evaluation, n: int):
         return example_rows(items, evaluation, n)
