@@ -5,9 +5,10 @@ events (``egohorizon.pipelines.caption``); ``caption merge OUT``: events from a 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from egohorizon.commands import write_result
 
 SUBCOMMANDS = ("run", "merge", "audit")
 
@@ -127,7 +128,7 @@ def run_caption(args: argparse.Namespace) -> int:
     summary = {k: v for k, v in report.to_dict().items() if k not in ("failures", "shard_problems")}
     summary["failed_windows"] = [f"{f['window']}: {f['kind']}: {f['reason'][:200]}" for f in report.failures]
     summary["shard_problems"] = report.shard_problems
-    print(json.dumps(summary, indent=1, ensure_ascii=False))
+    write_result(summary)
     return 0
 
 
@@ -139,7 +140,7 @@ def run_merge(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if not result_files(out):
         raise ConfigError(f"{out}: no captions.jsonl or captions.part-*.jsonl to merge")
-    print(json.dumps(write_events(out)))
+    write_result(write_events(out), indent=None)
     return 0
 
 
@@ -151,5 +152,5 @@ def run_audit(args: argparse.Namespace) -> int:
 
         raise ConfigError(f"the caption audit page is not available in this installation ({error})") from None
     counts = build_audit_page(args.events, args.shards, args.n, args.out, seed=args.seed, n_wrong=args.wrong)
-    print(json.dumps({"out": args.out, **counts}, indent=1))
+    write_result({"out": args.out, **counts})
     return 0

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
+
+from egohorizon.commands import write_result
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -56,11 +57,11 @@ def _common(parser: argparse.ArgumentParser) -> None:
 
 def _summary(recording, **extra) -> None:
     meta = recording.meta
-    print(json.dumps({"out": str(recording.root), "recording": recording.recording.id,
-                      "start": recording.recording.start, "end": recording.recording.end,
-                      "frames": meta.get("frames"), "words": meta.get("words"),
-                      "gaze_status_counts": meta.get("gaze_status_counts"),
-                      "warnings": meta.get("warnings", []), **extra}, indent=1))
+    write_result({"out": str(recording.root), "recording": recording.recording.id,
+                  "start": recording.recording.start, "end": recording.recording.end,
+                  "frames": meta.get("frames"), "words": meta.get("words"),
+                  "gaze_status_counts": meta.get("gaze_status_counts"),
+                  "warnings": meta.get("warnings", []), **extra})
 
 
 def run_aria(args: argparse.Namespace) -> int:
