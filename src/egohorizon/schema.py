@@ -177,17 +177,25 @@ def answer_letter(value: Any) -> tuple[Any, str | None]:
     return value, f"expected one option letter such as 'B', got {value!r}"
 
 
+def _timed_object(value: dict, what: str, checks: tuple) -> tuple[dict, str | None]:
+    """Checks the keys of an inner object (an event of a context, an action of a caption)."""
+    for key, check in checks:
+        if key not in value:
+            return value, f"{what} is missing '{key}'"
+        checked, problem = check(value[key])
+        if problem:
+            return value, f"{what} field '{key}': {problem}"
+        value = {**value, key: checked}
+    return value, None
+
+
 def context_event(value: Any) -> tuple[Any, str | None]:
     """A context event inside a forecast point: at least text, start and end."""
     if not isinstance(value, dict):
         return value, f"expected an event object, got {type(value).__name__}"
-    for key, check in (("text", text), ("start", number), ("end", number)):
-        if key not in value:
-            return value, f"event is missing '{key}'"
-        checked, problem = check(value[key])
-        if problem:
-            return value, f"event field '{key}': {problem}"
-        value = {**value, key: checked}
+    value, problem = _timed_object(value, "event", (("text", text), ("start", number), ("end", number)))
+    if problem:
+        return value, problem
     if value["end"] < value["start"]:
         return value, f"event ends ({value['end']}) before it starts ({value['start']})"
     return value, None
@@ -201,13 +209,9 @@ def caption_action(value: Any) -> tuple[Any, str | None]:
     """A timed action of a caption: ``{"start", "end", "action"}``, seconds from the window's start."""
     if not isinstance(value, dict):
         return value, f"expected an action object {{start, end, action}}, got {type(value).__name__}"
-    for key, check in (("action", nonempty_text), ("start", number), ("end", number)):
-        if key not in value:
-            return value, f"action is missing '{key}'"
-        checked, problem = check(value[key])
-        if problem:
-            return value, f"action field '{key}': {problem}"
-        value = {**value, key: checked}
+    value, problem = _timed_object(value, "action", (("action", nonempty_text), ("start", number), ("end", number)))
+    if problem:
+        return value, problem
     if not 0 <= value["start"] < value["end"]:
         return value, f"expected 0 <= start < end, got start {value['start']}, end {value['end']}"
     return value, None
