@@ -24,9 +24,11 @@ COMMANDS: dict[str, str] = {
     "shards": "egohorizon.commands.shards",
     "deid": "egohorizon.commands.deid",
     "caption": "egohorizon.commands.caption",
+    "abstract": "egohorizon.commands.abstract",
     "score": "egohorizon.commands.score",
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",
+    "qa": "egohorizon.commands.qa",
 }
 
 

@@ -1,0 +1,64 @@
+"""``egohorizon abstract EVENTS --levels 5 --out HIERARCHY``: L1 events -> an L1-L5 hierarchy with an LLM
+(``egohorizon.pipelines.abstract_job``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from egohorizon.commands import write_result
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "abstract", help="group L1 events into L2-L5 with an LLM (a trained adapter, a local model or a server)",
+        description="Per participant and day, level by level, an LLM groups consecutive events that share a goal "
+                    "and describes each group; replies are checked and asked again with the error, a day that "
+                    "keeps failing is reported and left out. Idempotent and resumable; replies cached on disk. "
+                    "docs/abstraction.md has the details.")
+    parser.add_argument("events", help="L1 events (JSON Lines, SPEC §5); events above L1 are ignored")
+    parser.add_argument("--out", required=True, help="output folder: events.jsonl, days.jsonl, report.json, cache/")
+    parser.add_argument("--levels", type=int, default=5, help="build up to this level, 2-5 (default 5)")
+    parser.add_argument("--model", required=True,
+                        help="a trained abstractor (*.adapter, .ckpt or run folder), a local model (hub id or "
+                             "folder), or with --base-url the served model's name")
+    parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    parser.add_argument("--concurrency", type=int, default=8, help="days abstracted at once with a server (default 8)")
+    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
+    parser.add_argument("--max-events", type=int, default=40, help="events per request; longer runs are chunked")
+    parser.add_argument("--overlap", type=int, default=8, help="events at a chunk's end decided again by the next")
+    parser.add_argument("--retries", type=int, default=2, help="asks again after an invalid reply (default 2)")
+    parser.add_argument("--max-new-tokens", type=int, default=512)
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'abstract')")
+    parser.add_argument("--device", help="local model: cuda, cpu (default: cuda when available)")
+    parser.add_argument("--dtype", help="local model: bfloat16, float16, float32")
+    parser.add_argument("--no-cache", dest="cache", action="store_false", help="do not cache replies in OUT/cache")
+    parser.add_argument("--retry-failed", action="store_true",
+                        help="abstract again days whose replies were all invalid (server failures always are)")
+    parser.set_defaults(handler=run_abstract)
+
+
+def run_abstract(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.abstract import AbstractSettings
+    from egohorizon.pipelines.abstract_job import AbstractJob, make_backend
+
+    try:
+        settings = AbstractSettings(top_level=args.levels, max_events=args.max_events, overlap=args.overlap,
+                                    retries=args.retries, max_new_tokens=args.max_new_tokens,
+                                    temperature=args.temperature, seed=args.seed)
+    except ValueError as error:
+        raise ConfigError(f"--levels/--max-events/--overlap: {error}") from None
+    out = Path(args.out)
+    http = {"api_key_env": args.api_key_env, "timeout": args.timeout, "max_concurrency": args.concurrency}
+    setup = make_backend(args.model, base_url=args.base_url, cache=out / "cache" if args.cache else None,
+                         prompt=args.prompt, device=args.device, dtype=args.dtype, **http)
+    report = AbstractJob(args.events, out, setup, settings, workers=args.concurrency if args.base_url else 1,
+                         retry_failed=args.retry_failed).run()
+    write_result({k: v for k, v in report.items() if k != "hierarchy_problems"}
+                 | {"hierarchy_problems": report["hierarchy_problems"][:20]})
+    return 0 if report["hierarchy_ok"] else 1

@@ -1,0 +1,128 @@
+"""The abstraction job's results: ``OUT/days.jsonl``, append-only, one line per finished day.
+
+    {"day": "p01/2025-03-03", "participant", "status": "ok" | "failed",
+     "events": [L2.. events of the day, SPEC §5] (ok), "parents": {L1 id: L2 id} (ok),
+     "failure": null | {"kind": "output" | "model" | "invariant", "reason", "raw"},
+     "counts": {"calls", "invalid", "chunks", "errors"}, "model", "adapter", "prompt": {"name", "version"},
+     "settings": {...}, "elapsed_s"}
+
+``failed`` days of kind ``model`` (server down, timeout) are tried again by the next run; ``output``
+days (every reply invalid) only with ``--retry-failed``, since the cached replies would be the same.
+One ``write`` per line on an ``O_APPEND`` descriptor, so a killed run leaves whole lines; a torn last
+line is cut off on the next open and its day done again. The latest line of a day wins, an ``ok`` line
+over a failed one. An advisory lock keeps a second job out of the same folder.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import logging
+import os
+from pathlib import Path
+from typing import Any, Self
+
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+RESULTS_FILE = "days.jsonl"
+OK, FAILED = "ok", "failed"
+PROVENANCE_KEYS = ("model", "adapter", "prompt", "settings")
+
+
+def is_done(record: dict[str, Any], retry_failed: bool = False) -> bool:
+    if record.get("status") == OK:
+        return True
+    kind = (record.get("failure") or {}).get("kind")
+    return record.get("status") == FAILED and not retry_failed and kind in ("output", "invariant")
+
+
+def read_days(path: Path) -> dict[str, dict[str, Any]]:
+    """day -> its line that counts; lines that are not JSON objects with a day are logged and ignored."""
+    records: dict[str, dict[str, Any]] = {}
+    data = path.read_bytes() if path.is_file() else b""
+    lines = data.split(b"\n")
+    if lines[-1]:
+        log.warning("%s:%d: partial last line (a run was killed while writing it); its day is done again",
+                    path, len(lines))
+    for number, raw in enumerate(lines[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            log.warning("%s:%d: not a JSON line (%s); ignored", path, number, error)
+            continue
+        day = record.get("day") if isinstance(record, dict) else None
+        if not isinstance(day, str) or not day:
+            log.warning("%s:%d: field 'day': expected 'participant/day'; ignored", path, number)
+            continue
+        old = records.get(day)
+        if old is None or record.get("status") == OK or old.get("status") != OK:
+            records[day] = record
+    return records
+
+
+def check_provenance(records: dict[str, dict[str, Any]], expected: dict[str, Any], out: Path) -> None:
+    """Refuses to mix abstractors (model, adapter, prompt, settings) in one folder."""
+    for day, record in records.items():
+        found = {key: record.get(key) for key in PROVENANCE_KEYS}
+        if record.get("status") == OK and found != expected:
+            raise ConfigError(f"{out} holds day {day} abstracted by {found}, but this run is {expected}; use "
+                              "another --out for another model, adapter, prompt or settings (or delete the folder)")
+
+
+class DaysLog:
+    """The append-only results file, locked while this job writes it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fd: int | None = None
+        self._lock_fd: int | None = None
+
+    def open(self) -> dict[str, dict[str, Any]]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        lock = self.path.with_name(f".{self.path.name}.lock")
+        self._lock_fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as error:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+            if error.errno in (errno.EAGAIN, errno.EACCES):
+                raise ConfigError(f"{self.path} is being written by another running job (lock {lock})") from None
+            raise
+        records = read_days(self.path)
+        self._cut_torn_tail()
+        self._fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        return records
+
+    def _cut_torn_tail(self) -> None:
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            return
+        data = self.path.read_bytes()
+        if not data.endswith(b"\n"):
+            with open(self.path, "r+b") as handle:
+                handle.truncate(data.rfind(b"\n") + 1)
+
+    def append(self, record: dict[str, Any]) -> None:
+        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
+        if os.write(self._fd, line) != len(line):
+            raise OSError(errno.ENOSPC, f"{self.path}: short write")
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = None
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
