@@ -276,3 +276,41 @@ class _Guard:
                 return [(f"{what} is {claimed!r}, but target {_fmt(event)} is on day {event.day!r} of "
                          f"split {split!r}")]
         return []
+
+
+def check_qa_items(items: Iterable[Any], split: DaySplit | None = None, *, max_problems: int = 50) -> int:
+    """The QA form of the guard (issue 13): every item carries ``meta.t_question``; every evidence
+    window starts before it and ends at or before it; with ``split``, the item's ``meta.split`` is the
+    split of its question day (``meta.day``, the UTC date of ``t_question``'s recording day). Raises
+    ``LeakageError`` listing the problems; returns the number of items checked."""
+    problems: list[str] = []
+    checked = 0
+    for item in items:
+        checked += 1
+        problems += [f"QA item {item.id!r}: {p}" for p in _qa_problems(item, split)]
+        if len(problems) >= max_problems:
+            break
+    if problems:
+        raise LeakageError(problems)
+    return checked
+
+
+def _qa_problems(item: Any, split: DaySplit | None) -> list[str]:
+    meta = item.meta if isinstance(item.meta, dict) else {}
+    t_q = meta.get("t_question")
+    if not isinstance(t_q, (int, float)) or isinstance(t_q, bool):
+        return [f"meta.t_question: expected a number (Unix s), got {t_q!r}"]
+    problems = []
+    for i, evidence in enumerate(item.evidence):
+        start, end = evidence.get("start"), evidence.get("end")
+        if start is None or end is None:
+            problems.append(f"evidence {i} ({evidence.get('video')!r}) has no time range")
+        elif start >= t_q or end > t_q:
+            problems.append(f"evidence {i} ({evidence.get('video')!r} {start!r}-{end!r}) does not end by the "
+                            f"question time {t_q!r}")
+    if split is not None:
+        actual = split.get(item.participant, meta.get("day", ""))
+        if actual is None or actual != meta.get("split"):
+            problems.append(f"meta.split is {meta.get('split')!r}, but day {meta.get('day')!r} of participant "
+                            f"{item.participant!r} is {actual!r} in the day split")
+    return problems

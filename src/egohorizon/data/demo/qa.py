@@ -1,0 +1,114 @@
+"""The demo-world QA benchmark (issue 13): multiple-choice items of the 14 EgoMonth task types whose
+answers the simulation knows for certain, split by held-out days.
+
+For every participant and recorded day (after the first ``min_history_days``), and every task type,
+``per_day`` question times are drawn: the end of one of that day's sessions. The task's maker
+(``qa_tasks``) sees only the participant's past up to that time (``qa_history.History.until``). An
+item's split is its question day's split (``egohorizon.data.splits``; the evidence may reach back into
+earlier days of any split, as forecasting contexts do). Answer positions are balanced per task type:
+positions are dealt in shuffled blocks of A-D, so chance and the majority-position baseline stay at 1/4.
+
+Each item is a ``schema.QAItem`` with ``level`` (from the task), ``evidence`` (session, start, end of
+each event that holds the answer) and ``meta``: ``t_question`` (Unix s), ``day``, ``split``, and the
+maker's ground-truth notes. ``egohorizon.data.leakage.check_qa_items`` checks every item before it is
+written.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections import Counter, defaultdict
+from typing import Any
+
+from egohorizon.data.demo.qa_history import History
+from egohorizon.data.demo.qa_tasks import MAKERS, Draft
+from egohorizon.data.splits import DaySplit
+from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS
+from egohorizon.schema import QAItem
+
+
+def _task_slug(task: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in task.lower()).strip("_")
+
+
+def _options(draft: Draft, position: int, rng: random.Random) -> list[str]:
+    wrong = list(draft.distractors[:3])
+    rng.shuffle(wrong)
+    return wrong[:position] + [draft.answer] + wrong[position:]
+
+
+def _evidence(draft: Draft) -> list[dict[str, Any]]:
+    return [{"video": e.session, "start": e.start, "end": e.end} for e in draft.evidence]
+
+
+class _Positions:
+    """Answer positions per task dealt from shuffled blocks of 0..n-1 (balanced to within one block)."""
+
+    def __init__(self, rng: random.Random, n: int = 4):
+        self.rng, self.n, self.blocks = rng, n, defaultdict(list)
+
+    def next(self, task: str) -> int:
+        block = self.blocks[task]
+        if not block:
+            block.extend(self.rng.sample(range(self.n), self.n))
+        return block.pop()
+
+
+def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_history_days: int = 3,
+                   tasks: list[str] | None = None) -> tuple[list[QAItem], dict[str, Any]]:
+    """Items of every task type for every participant's days (module doc), and a report: items per task
+    and split, answer positions, and how many question times gave no item, per task."""
+    tasks = tasks or list(MAKERS)
+    unknown = sorted(set(tasks) - set(MAKERS))
+    if unknown:
+        raise ValueError(f"unknown QA task types {unknown}; known: {sorted(MAKERS)}")
+    rng = random.Random(seed)
+    positions = _Positions(random.Random(seed + 1))
+    items: list[QAItem] = []
+    no_item: Counter = Counter()
+    seen_questions: set[tuple[str, str, str]] = set()
+    participants = sorted({r.participant for r in world.recordings})
+    for participant in participants:
+        history = History(participant, world.events, world.recordings)
+        for day in history.days()[min_history_days:]:
+            sessions = history.sessions_of(day)
+            day_split = split.get(participant, day)
+            if day_split is None:
+                continue
+            for task in tasks:
+                for n in range(per_day):
+                    session = rng.choice(sessions)
+                    t_q = float(session.end)
+                    draft = MAKERS[task](history.until(t_q), rng, world)
+                    key = (participant, task, draft.question, draft.answer) if draft else None
+                    if draft is None or key in seen_questions:
+                        no_item[task] += 1
+                        continue
+                    seen_questions.add(key)
+                    position = positions.next(task)
+                    items.append(QAItem(
+                        id=f"demo-{participant}-{day}-{_task_slug(task)}-{n}", participant=participant, task=task,
+                        question=draft.question, options=_options(draft, position, rng),
+                        answer=string.ascii_uppercase[position], level=EGOMONTH_TASK_LEVELS[task],
+                        evidence=_evidence(draft), source="demo",
+                        meta={**draft.meta, "t_question": t_q, "day": day, "split": day_split}))
+    return items, report(items, no_item)
+
+
+def report(items: list[QAItem], no_item: Counter | None = None) -> dict[str, Any]:
+    """Items per task type and split, answer positions (overall and per split), and question times
+    that gave no item per task type."""
+    per_task: dict[str, dict[str, int]] = defaultdict(lambda: {"train": 0, "val": 0, "test": 0})
+    positions: dict[str, Counter] = defaultdict(Counter)
+    for item in items:
+        per_task[item.task][item.meta["split"]] += 1
+        positions["all"][item.answer] += 1
+        positions[item.meta["split"]][item.answer] += 1
+    return {
+        "items": len(items),
+        "per_task": {t: dict(per_task[t]) for t in MAKERS if t in per_task},
+        "missing_tasks": [t for t in MAKERS if t not in per_task],
+        "answer_positions": {s: dict(sorted(c.items())) for s, c in positions.items()},
+        "no_item": dict(no_item or {}),
+    }

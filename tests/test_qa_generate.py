@@ -1,0 +1,155 @@
+"""The demo-world QA benchmark (issue 13): all 14 task types, certain answers re-derived from the
+simulation, held-out-day splits, balanced answer positions, and the leakage guard (a property test)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from egohorizon.data.demo import ensure_demo_world, load_demo_world
+from egohorizon.data.demo.qa import generate_items
+from egohorizon.data.demo.qa_tasks import MAKERS
+from egohorizon.data.leakage import LeakageError, check_qa_items
+from egohorizon.data.splits import make_day_split
+from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS
+from egohorizon.schema import QAItem, load_jsonl
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    path = ensure_demo_world(tmp_path_factory.mktemp("world"), seed=0, participants=1, weeks=3)
+    return load_demo_world(path)
+
+
+@pytest.fixture(scope="module")
+def generated(world):
+    split = make_day_split(world.events)
+    items, report = generate_items(world, split, seed=0)
+    return items, report, split
+
+
+def _answer_text(item: QAItem) -> str:
+    return item.options[ord(item.answer) - ord("A")]
+
+
+def test_every_task_type_with_four_distinct_options(generated):
+    items, report, _ = generated
+    assert set(report["per_task"]) == set(MAKERS) == set(EGOMONTH_TASK_LEVELS)
+    assert report["missing_tasks"] == []
+    for item in items:
+        assert len(item.options) == 4 and len(set(item.options)) == 4, item
+        assert item.level == EGOMONTH_TASK_LEVELS[item.task]
+        assert item.evidence and item.source == "demo"
+    assert len({i.id for i in items}) == len(items)
+
+
+def test_answer_positions_balanced_per_task(generated):
+    items, report, _ = generated
+    for task in MAKERS:
+        counts = Counter(i.answer for i in items if i.task == task)
+        assert max(counts.values()) - min(counts.get(p, 0) for p in "ABCD") <= 1, (task, counts)
+    assert sum(report["answer_positions"]["all"].values()) == len(items)
+
+
+def test_splits_by_question_day_and_guard_passes(generated):
+    items, _, split = generated
+    assert check_qa_items(items, split) == len(items)
+    assert {i.meta["split"] for i in items} == {"train", "val", "test"}
+    for item in items:
+        assert split.get(item.participant, item.meta["day"]) == item.meta["split"]
+        assert all(e["end"] <= item.meta["t_question"] for e in item.evidence)
+
+
+def _before(world, item):
+    return [e for e in world.events if e.participant == item.participant and e.end <= item.meta["t_question"]]
+
+
+def test_answers_re_derived_from_the_simulation(world, generated):
+    """Independent of the makers: the place at a moment, where an object was last seen, the earliest of
+    four tasks and the count of days are recomputed from the raw events."""
+    items, _, _ = generated
+    checked = Counter()
+    for item in items:
+        answer = _answer_text(item)
+        if item.task == "Self-localization":
+            session = item.evidence[0]["video"]
+            assert world.action_at(session, item.meta["t"]).meta["place"] == answer
+        elif item.task == "Object Location":
+            seen = [e for e in _before(world, item) if e.level == 1 and item.meta["object"] in e.meta.get("objects", [])]
+            assert max(seen, key=lambda e: e.start).meta["place"] == answer
+            assert all(o != answer for o in item.options if o != answer)
+        elif item.task == "Temporal Ordering":
+            events = [e for e in _before(world, item) if e.level == 3 and e.day == item.meta["about_day"]]
+            firsts = {o: min(e.start for e in events if e.meta["canonical"] == o) for o in item.options}
+            assert min(firsts, key=firsts.get) == answer
+        elif item.task == "Event Counting":
+            days = {e.day for e in _before(world, item) if e.level == 4 and e.meta["key"] == item.meta["act"]
+                    and e.day < item.meta["day"] and e.start >= item.meta["t_question"] - 8 * 86400}
+            week = {d for d in days if (_date(item.meta["day"]) - _date(d)).days <= 7}
+            assert str(len(week)) == answer
+        else:
+            continue
+        checked[item.task] += 1
+    assert len(checked) == 4 and min(checked.values()) >= 3
+
+
+def _date(day):
+    import datetime as dt
+
+    return dt.date.fromisoformat(day)
+
+
+def test_same_seed_same_items(world, generated):
+    items, _, split = generated
+    again, _ = generate_items(world, split, seed=0)
+    assert [i.to_dict() for i in again] == [i.to_dict() for i in items]
+
+
+def test_cli_writes_items_and_split(tmp_path, world, capsys):
+    from egohorizon.cli import main
+
+    out = tmp_path / "qa.jsonl"
+    assert main(["qa", "generate", "--world", str(world.path), "--out", str(out)]) == 0
+    result = json.loads(capsys.readouterr().out)
+    items = load_jsonl(out, QAItem)
+    assert result["items"] == len(items) > 100
+    assert (tmp_path / "qa.splits.json").is_file()
+    assert set(result["per_task"]) == set(MAKERS)
+
+
+# -- the leakage guard -------------------------------------------------------------------------------
+
+_times = st.floats(min_value=0, max_value=1e6, allow_nan=False)
+
+
+@settings(max_examples=200, deadline=None)
+@given(t_q=_times, windows=st.lists(st.tuples(_times, st.floats(min_value=0, max_value=1e4)), min_size=1, max_size=5))
+def test_guard_refuses_exactly_the_evidence_that_does_not_end_by_the_question(t_q, windows):
+    evidence = [{"video": "s", "start": s, "end": s + d} for s, d in windows]
+    item = QAItem(id="q", participant="p", task="Event Time", question="?", options=["a", "b"], answer="A",
+                  evidence=evidence, meta={"t_question": t_q})
+    leaks = any(e["start"] >= t_q or e["end"] > t_q for e in evidence)
+    if leaks:
+        with pytest.raises(LeakageError, match="does not end by the question time"):
+            check_qa_items([item])
+    else:
+        assert check_qa_items([item]) == 1
+
+
+def test_guard_catches_a_moved_question_time_and_a_wrong_split(generated):
+    items, _, split = generated
+    item = items[0]
+    early = QAItem.from_dict({**item.to_dict(), "meta": {**item.meta, "t_question": item.evidence[-1]["end"] - 1}})[0]
+    with pytest.raises(LeakageError):
+        check_qa_items([early])
+    other = "test" if item.meta["split"] != "test" else "train"
+    moved = QAItem.from_dict({**item.to_dict(), "meta": {**item.meta, "split": other}})[0]
+    with pytest.raises(LeakageError, match="meta.split"):
+        check_qa_items([moved], split)
+    missing = QAItem.from_dict({**item.to_dict(), "meta": {}})[0]
+    with pytest.raises(LeakageError, match="t_question"):
+        check_qa_items([missing])
