@@ -10,6 +10,7 @@ to be wrong on the same ground truth. How each type is made is listed in docs/qa
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -82,9 +83,10 @@ def _by_key_days(events: list[Event]) -> dict[str, dict[str, list[Event]]]:
 
 
 def _numbers(rng: random.Random, answer: int, low: int = 0) -> list[str]:
-    """Three wrong counts near the answer (never below ``low``)."""
-    near = [v for d in (1, -1, 2, -2, 3, 4, -3, 5) if (v := answer + d) >= low]
-    return [str(v) for v in sorted(near[:3])]
+    """The three other counts of a run of four consecutive counts holding the answer, the run's place
+    drawn at random (never below ``low``): the options' spread tells nothing about which is right."""
+    first = rng.choice([f for f in range(answer - 3, answer + 1) if f >= low])
+    return [str(v) for v in range(first, first + 4) if v != answer]
 
 
 # -- level 1: schema consolidation -------------------------------------------------------------------
@@ -338,8 +340,8 @@ def route_reasoning(past: Past, rng: random.Random, world: Any) -> Draft | None:
             end = next(i for i, a in enumerate(stretch) if a.meta.get("place") == route[2])
             span = stretch[: end + 1]
             answer = " -> ".join(route)
-            wrong = [" -> ".join(p) for p in (route[::-1], [route[1], route[0], route[2]],
-                                              [route[0], route[2], route[1]], [route[2], route[0], route[1]])]
+            # Every other order of the same three places: symmetric, so no order marks the answer.
+            wrong = [" -> ".join(p) for p in itertools.permutations(route)]
             distractors = _pick(rng, wrong, {answer})
             if distractors is None:
                 return None
