@@ -13,6 +13,7 @@ TASKS = {
     "forecast": "egohorizon.tasks.forecast:ForecastTask",
     "qa": "egohorizon.tasks.qa:QATask",
     "caption": "egohorizon.tasks.caption:CaptionTask",
+    "abstract": "egohorizon.tasks.abstract:AbstractTask",
 }
 
 

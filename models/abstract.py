@@ -1,0 +1,26 @@
+"""AbstractModule: the LoRA language model (models.lora_lm) that groups a run of consecutive events into
+parents, one ``FIRST-LAST: DESCRIPTION`` line per group (egohorizon.prompts.abstract).
+
+What is specific to abstraction: the ``abstract`` prompt and one greedy output per run (a grouping, not
+N sampled candidates), long enough for a group per event in the worst case. Parsing and scoring belong
+to the abstract task.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from egohorizon.prompts.abstract import ABSTRACT_PROMPT_NAME
+from models.lora_lm import LoRALanguageModule
+
+
+class AbstractModule(LoRALanguageModule):
+    generation_defaults: ClassVar[dict[str, Any]] = {
+        **LoRALanguageModule.generation_defaults,
+        "num_candidates": 1,
+        "temperature": 0.0,
+        "strategy": "beam",  # with num_beams = 1: greedy decoding
+        "num_beams": 1,
+        "max_new_tokens": 256,
+    }
+    default_prompt: ClassVar[str] = ABSTRACT_PROMPT_NAME
