@@ -460,3 +460,36 @@ def test_captions_bad_input_names_file_line_and_field(capsys, tmp_path):
         code == 2
         and f"{pred}:1: field 'actions': item 0: expected 0 <= start < end, got start 5.0, end 2.0" in err
     )
+
+
+@pytest.mark.parametrize("max_candidates", [3, 1])
+def test_score_forecast_through_the_task_gives_the_direct_metric_report(capsys, tmp_path, max_candidates):
+    """`score forecast` goes through the task registry; its report and printed table are those of the
+    metric functions called directly (the command's code before), byte for byte."""
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
+    from egohorizon.metrics.parsing import parse_forecast_output
+    from egohorizon.metrics.report import format_forecast
+    from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
+
+    report_path = tmp_path / "forecast.json"
+    code, out, _ = score(capsys, "forecast", "--gold", DATA / "forecast_points.jsonl", "--pred",
+                         DATA / "forecast_preds.jsonl", "--embedder", "exact", "--repeat-last",
+                         "--max-candidates", max_candidates, "--draws", 3, "--seed", 7, "--out", report_path)
+    assert code == 0
+    points = load_jsonl(DATA / "forecast_points.jsonl", ForecastPoint)
+    records = load_jsonl(DATA / "forecast_preds.jsonl", ForecastPrediction)
+    predictions = {r.id: r.candidates if r.candidates is not None else parse_forecast_output(r.text) for r in records}
+    options = {"n_random_draws": 3, "seed": 7, "max_candidates": max_candidates}
+    embedder = get_embedder("exact")
+    expected = score_forecasts(points, predictions, embedder, **options)
+    expected["overall"]["unparsed"] = sum(1 for r in records if r.candidates is None and predictions[r.id] is None)
+    baseline = score_forecasts(points, {p.id: [repeat_last_k(p)] for p in points}, embedder, **options)
+    expected["baselines"] = {"repeat_last": {k: baseline[k] for k in ("overall", "groups")}}
+    report = json.loads(report_path.read_text())
+    inputs = report.pop("inputs")
+    assert inputs["n_gold"] == len(points) and inputs["n_pred"] == len(records)
+    assert report == json.loads(json.dumps(expected))
+    assert format_forecast(expected) in out
+    if max_candidates == 1:  # a prediction listing more trajectories than asked is cut by scoring, and counted
+        assert report["overall"]["truncated"] > 0

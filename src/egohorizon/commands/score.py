@@ -261,17 +261,18 @@ def _write_report(report: dict, out: str | None) -> None:
 
 
 def run_forecast(args: argparse.Namespace) -> int:
+    """Scores forecast predictions through the forecast task of the registry (the evaluation
+    callback's code): best of ``--max-candidates``, the random baseline inside the report and, with
+    --repeat-last, the repeat-last-K baseline."""
     from egohorizon.metrics.embedders import get_embedder
-    from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
-    from egohorizon.metrics.parsing import parse_forecast_output
     from egohorizon.metrics.report import format_forecast
     from egohorizon.schema import ForecastPoint, ForecastPrediction
+    from egohorizon.tasks import get_task
 
+    task = get_task("forecast", num_candidates=args.max_candidates)
     points = _load_gold(args, ForecastPoint)
     records = _load(args.pred, ForecastPrediction)
-    predictions = {
-        r.id: (r.candidates if r.candidates is not None else parse_forecast_output(r.text)) for r in records
-    }
+    predictions = {r.id: task.parse_record(r) for r in records}
     inputs = _reconcile([p.id for p in points], [r.id for r in records], args)
     embedder = get_embedder(
         args.embedder,
@@ -280,13 +281,14 @@ def run_forecast(args: argparse.Namespace) -> int:
         device=args.device,
         model=args.embed_model,
     )
-    options = {"n_random_draws": args.draws, "seed": args.seed, "max_candidates": args.max_candidates}
-    report = score_forecasts(points, predictions, embedder, **options)
+    evaluation = task.evaluate(points, predictions, "test", embedder=embedder, n_random_draws=args.draws,
+                               seed=args.seed)
+    report = evaluation.report
     report["overall"]["unparsed"] = sum(
         1 for r in records if r.candidates is None and predictions[r.id] is None
     )
     if args.repeat_last:
-        baseline = score_forecasts(points, {p.id: [repeat_last_k(p)] for p in points}, embedder, **options)
+        baseline = evaluation.baselines["repeat_last"]
         report["baselines"] = {"repeat_last": {k: baseline[k] for k in ("overall", "groups")}}
     report["inputs"] = inputs
     return _finish(report, format_forecast(report), args)

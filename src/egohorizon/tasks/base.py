@@ -3,6 +3,12 @@
 A task is torch-free, so ``egohorizon score``, the evaluation callback, ``eval.py`` and
 ``egohorizon compare`` can all share it without the training stack. The metrics themselves live in
 ``egohorizon.metrics``; a task only chooses them, names their log keys and renders their summary.
+
+``egohorizon compare`` knows nothing of any task: it asks the task for the items an evaluation
+scored (``item_ids``), the evaluation as table rows (``compare_rows``: one per predictor and group,
+columns ``compare_groups`` + ``n`` + ``compare_metrics``), which figures to plot (``plot_metrics``)
+and a paragraph that tells the page's reader how to read them (``compare_guide``). A new task
+implements those four to be comparable; without them compare says so and stops.
 """
 
 from __future__ import annotations
@@ -10,7 +16,9 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
+
+from egohorizon.errors import ConfigError
 
 
 @dataclass
@@ -105,6 +113,38 @@ class Task(ABC):
             return columns, []
         step = max(1, len(ordered) // n)
         return columns, [[item.id, evaluation.candidates.get(item.id)] for item in ordered[::step][:n]]
+
+    # -- comparing checkpoints (egohorizon compare) -------------------------------------------------
+
+    # Columns that name a group of the report (forecast: source, level, k); an overall row holds "all"
+    # in each. The last one is a plot's x axis, the others make its panels.
+    compare_groups: ClassVar[tuple[str, ...]] = ()
+    # The figures of each row, in table order (numbers or None).
+    compare_metrics: ClassVar[tuple[str, ...]] = ()
+    # The figures that get one PNG each (the first is the headline: W&B bar charts, printed lines).
+    plot_metrics: ClassVar[tuple[str, ...]] = ()
+    # One paragraph (plain text) for the comparison page: what the figures mean, what a good one is.
+    compare_guide: ClassVar[str] = ""
+    # A figure's reference level drawn as a dashed line, e.g. chance (forecast: S_norm 0 = random); a
+    # predictor whose every value sits on it is shown by the line alone.
+    plot_reference: ClassVar[dict[str, tuple[float, str]]] = {}
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        """The ids of the items ``evaluation`` scored, every item once (scored invalid included):
+        compare refuses checkpoints scored on different items."""
+        raise ConfigError(
+            f"the {self.name} task has no item_ids (tasks/base.py): egohorizon compare cannot check what "
+            "was scored"
+        )
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The evaluation as long rows, the model's first: ``predictor`` (``model`` or a baseline's
+        display name), each of ``compare_groups`` (overall row first, ``"all"`` in every group
+        column), ``n``, and each of ``compare_metrics``. Read from the structured report, never from
+        the flat log keys."""
+        raise ConfigError(
+            f"the {self.name} task has no compare_rows (tasks/base.py): egohorizon compare cannot tabulate it"
+        )
 
 
 def objective_line(objective: Mapping[str, Any] | None) -> list[str]:

@@ -221,6 +221,39 @@ class CaptionTask(Task):
             )
         return "\n".join(lines + objective_line(objective))
 
+    # -- egohorizon compare --------------------------------------------------------------------
+    compare_groups = ("source",)
+    compare_metrics = ("f1", "soft_edit", "precision", "recall", "f1_macro", "invalid", "dropped")
+    plot_metrics = ("f1", "soft_edit")
+    compare_guide = (
+        "Every checkpoint captioned the same held-out 30 s windows. F1 (micro) matches predicted and gold "
+        "actions one to one where their times overlap by IoU >= 0.5 and the judge accepts the wording; "
+        "soft edit (SE) compares the action sequences in order by meaning, ignoring times. Both run from "
+        "0 to 1 (perfect). A checkpoint is useful where it beats repeat-previous (the previous window's "
+        "gold actions) and most-frequent (the training days' most frequent action over the whole window). "
+        '"invalid" counts windows whose output held no parseable action; "dropped" counts action lines '
+        "outside the window."
+    )
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        return [row["id"] for row in evaluation.report["per_window"]]
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The model, then each baseline: overall (source "all") and per source."""
+        rows = []
+        for predictor, report in (("model", evaluation.report), *evaluation.baselines.items()):
+            groups = [("all", report["overall"]), *report["per_source"].items()]
+            for source, row in groups:
+                rows.append(
+                    {
+                        "predictor": predictor.replace("_", "-"),
+                        "source": source,
+                        "n": row["n"],
+                        **{name: row.get(name) for name in self.compare_metrics},
+                    }
+                )
+        return rows
+
     def default_objective(self, data: Mapping[str, Any]) -> str:
         return "val/caption_f1"
 

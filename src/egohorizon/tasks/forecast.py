@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from egohorizon.metrics.parsing import parse_forecast_output
 from egohorizon.schema import ForecastPoint
@@ -211,6 +211,39 @@ def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | No
     return "\n".join(lines + objective_line(objective))
 
 
+REPEAT_LAST, RANDOM = "repeat-last-K", "random"  # the baselines' names in compare's tables and plots
+
+COMPARE_GUIDE = (
+    "Every checkpoint was scored on the same held-out points: S is the soft edit-distance score of the "
+    "best of N candidate trajectories (1 = the K predicted actions match the K true ones in meaning and "
+    "order). S_norm = (S \u2212 S_rand) / (1 \u2212 S_rand), where S_rand is the mean S of random guesses "
+    "(K events drawn at random from the evaluated events of the same source and level): 0 is chance, 1 "
+    "is perfect, below 0 is worse than chance. A checkpoint is useful where its S_norm is clearly above 0 "
+    "and above repeat-last-K (the last K events of the context, a strong baseline for routines). "
+    '"invalid" counts points whose output could not be parsed (scored 0); a rising invalid count '
+    "explains a falling S. Compare rows with the same level and K only: longer horizons (larger K) and "
+    "coarser levels score differently by nature."
+)
+
+
+def _report_rows(predictor: str, report: Mapping[str, Any]) -> list[dict[str, Any]]:
+    groups = [{"source": "all", "level": "all", "k": "all", **report["overall"]}, *report["groups"]]
+    return [
+        {
+            "predictor": predictor,
+            "source": g["source"],
+            "level": g["level"],
+            "k": g["k"],
+            "n": g["n"],
+            "S": g.get("S"),
+            "S_norm": g.get("S_norm"),
+            "invalid": g.get("invalid"),
+            "S_rand": g.get("S_rand"),
+        }
+        for g in groups
+    ]
+
+
 class ForecastTask(Task):
     """NextMe-800 forecasting: best-of-N soft edit distance, normalised against random (SPEC §1)."""
 
@@ -262,6 +295,34 @@ class ForecastTask(Task):
 
     def example_rows(self, items, evaluation: Evaluation, n: int):
         return example_rows(items, evaluation, n)
+
+    def parse_record(self, record, item: Any = None) -> list[list[str]] | None:
+        """A prediction file's row (SPEC §6): its ``candidates``, else every trajectory its raw
+        ``text`` lists. Not cut to ``num_candidates`` here: scoring keeps the first N and counts the
+        predictions that offered more (``truncated``)."""
+        return record.candidates if record.candidates is not None else parse_forecast_output(record.text)
+
+    # -- egohorizon compare --------------------------------------------------------------------
+    compare_groups = ("source", "level", "k")
+    compare_metrics = ("S", "S_norm", "invalid", "S_rand")
+    plot_metrics = ("S_norm", "S")
+    compare_guide = COMPARE_GUIDE
+    plot_reference: ClassVar[dict[str, tuple[float, str]]] = {"S_norm": (0.0, "random (chance)")}
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        return [row["id"] for row in evaluation.report["per_point"]]
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The model, repeat-last-K and random, each overall and per (source, level, K). The random
+        baseline's S is the report's S_rand and its S_norm is 0 by the definition of S_norm."""
+        rows = _report_rows("model", evaluation.report)
+        repeat = evaluation.baselines.get("repeat_last")
+        if repeat:
+            rows += _report_rows(REPEAT_LAST, repeat)
+        for row in _report_rows(RANDOM, evaluation.report):
+            chance = row["S_rand"]
+            rows.append({**row, "S": chance, "S_norm": 0.0 if chance is not None else None, "invalid": 0})
+        return rows
 
     def default_objective(self, data: Mapping[str, Any]) -> str:
         levels, ks = list(data.get("levels") or []), list(data.get("ks") or [])
