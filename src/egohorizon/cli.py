@@ -29,6 +29,7 @@ COMMANDS: dict[str, str] = {
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",
     "qa": "egohorizon.commands.qa",
+    "hands": "egohorizon.commands.hands",
 }
 
 

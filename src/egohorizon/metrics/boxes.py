@@ -181,3 +181,21 @@ def centroid_hit_fraction(
         "duplicate_pred_frames": totals["duplicates"],
         "unknown_clips": sorted(set(predicted) - set(gold_index)),
     }
+
+
+def image_box_hits(
+    predictions: Sequence[Sequence[float]], gold: Sequence[Sequence[float]]
+) -> dict[str, int]:
+    """Hand-agnostic scoring of one image's boxes (issue 14: EgoHands has no left/right labels).
+
+    Boxes are [x1, y1, x2, y2] in the image's pixels. A gold box is hit when some predicted box's
+    centroid lies inside it (edges count); a predicted box whose centroid lies in no gold box is a
+    false positive. Returns ``hits``, ``misses`` (gold boxes not hit) and ``false_positives``."""
+    centroids = [((p[0] + p[2]) / 2, (p[1] + p[3]) / 2) for p in predictions]
+
+    def inside(point: tuple[float, float], box: Sequence[float]) -> bool:
+        return box[0] <= point[0] <= box[2] and box[1] <= point[1] <= box[3]
+
+    hits = sum(any(inside(c, g) for c in centroids) for g in gold)
+    false_positives = sum(not any(inside(c, g) for g in gold) for c in centroids)
+    return {"hits": hits, "misses": len(gold) - hits, "false_positives": false_positives}

@@ -1,0 +1,103 @@
+"""``egohorizon hands detect IMAGES_DIR --out boxes.jsonl``: left/right hand boxes for a folder of
+images (``--gold boxes.csv`` also scores them hand-agnostically); ``egohorizon hands label SHARDS
+--out boxes.jsonl``: gold-format box records for every frame of a shard folder (pseudo-labels).
+The detector is MediaPipe's palm + landmark models (``egohorizon.pipelines.hands_detector``)."""
+
+from __future__ import annotations
+
+import argparse
+
+from egohorizon.commands import write_result
+
+MODELS = ("mediapipe", "mediapipe-defaults")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("hands", help="hand boxes on real frames (MediaPipe's bundled hand models)",
+                                   description="Left/right hand boxes from MediaPipe's palm + landmark models, "
+                                               "offline on CPU (docs/hands.md).")
+    sub = parser.add_subparsers(dest="hands_command", metavar="SUBCOMMAND", required=True)
+    detect = sub.add_parser("detect", help="boxes for a folder of images, one JSON line per box",
+                            description='One line per box: {"image", "hand": "left|right", "box": [x1, y1, x2, '
+                                        'y2], "score"} in the image\'s pixels. With --gold, the result also holds '
+                                        'hand-agnostic hits, misses and false positives.')
+    detect.add_argument("images", help="a folder of .jpg/.png images")
+    detect.add_argument("--out", required=True, help="the boxes JSONL to write")
+    detect.add_argument("--gold", help="a filename,width,height,class,xmin,ymin,xmax,ymax CSV to score against")
+    _add_model(detect)
+    detect.set_defaults(handler=run_detect)
+    label = sub.add_parser("label", help="box records for every frame of a shard folder (pseudo-labels)",
+                           description='Gold-format records {"clip": window, "frame": 30 fps index from the '
+                                       'window start, "hand", "box", "grid", "score", "source"} in the shard '
+                                       'frames\' pixels.')
+    label.add_argument("shards", help="a shard folder (with index.json)")
+    label.add_argument("--out", required=True, help="the box records JSONL to write")
+    _add_model(label)
+    label.set_defaults(handler=run_label)
+
+
+def _add_model(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", default="mediapipe",
+                        help="mediapipe (tuned thresholds, default) or mediapipe-defaults (MediaPipe's own)")
+    parser.add_argument("--min-palm-score", type=float, help="palm detector threshold")
+    parser.add_argument("--min-presence", type=float, help="hand landmark presence threshold")
+    parser.add_argument("--max-hands", type=int, help="most hands per image")
+    parser.add_argument("--tiles", type=int, choices=(0, 1, 2), help="0: whole frame only; 1, 2: also tiles")
+
+
+def _finder(args: argparse.Namespace):
+    from dataclasses import replace
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.hands_detector import (
+        HAND_DETECTOR_VERSION,
+        MEDIAPIPE_DEFAULTS,
+        HandDetectorSettings,
+    )
+    from egohorizon.pipelines.hands_frames import mediapipe_finder
+
+    if args.model not in MODELS:
+        raise ConfigError(f"--model: expected one of {', '.join(MODELS)}, got {args.model!r}")
+    settings = MEDIAPIPE_DEFAULTS if args.model == "mediapipe-defaults" else HandDetectorSettings()
+    changes = {name: getattr(args, name) for name in ("min_palm_score", "min_presence", "max_hands", "tiles")
+               if getattr(args, name) is not None}
+    settings = replace(settings, **changes)
+    return mediapipe_finder(settings), {"detector": HAND_DETECTOR_VERSION, "settings": settings.__dict__}
+
+
+def _write_jsonl(path: str, records) -> int:
+    import json
+    from pathlib import Path
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with open(path, "w", encoding="utf-8") as handle:
+        for record in records:
+            handle.write(json.dumps(record) + "\n")
+            count += 1
+    return count
+
+
+def run_detect(args: argparse.Namespace) -> int:
+    from egohorizon.pipelines.hands_frames import detect_images, image_files, read_box_csv, score_images
+
+    find, provenance = _finder(args)
+    files = image_files(args.images)
+    records, skipped = detect_images(files, find)
+    _write_jsonl(args.out, records)
+    result = {"out": args.out, "images": len(files), "boxes": len(records), "skipped": skipped, **provenance}
+    if args.gold:
+        result["score"] = score_images(records, read_box_csv(args.gold),
+                                       [p.name for p in files if p.name not in {s["image"] for s in skipped}])
+    write_result(result)
+    return 0
+
+
+def run_label(args: argparse.Namespace) -> int:
+    from egohorizon.pipelines.hands_frames import label_shards
+
+    find, provenance = _finder(args)
+    problems: list[dict] = []
+    count = _write_jsonl(args.out, label_shards(args.shards, find, provenance["detector"], problems))
+    write_result({"out": args.out, "boxes": count, "damaged_shards": problems, **provenance})
+    return 0
