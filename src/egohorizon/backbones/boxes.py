@@ -1,0 +1,77 @@
+"""Boxes between an original frame and the image a Qwen-VL model sees.
+
+Qwen2.5-VL was trained to ground objects with boxes in **absolute pixels of the image it was given
+after the processor's resize** (its ``smart_resize``: both sides rounded to multiples of
+``patch_size * merge_size`` = 28, the area kept inside ``[min_pixels, max_pixels]``, aspect ratio
+kept as closely as that allows) -- not of the original frame, and not normalised to 0-1000 as
+Qwen2-VL and Qwen3-VL were. The hands task writes every box in that convention for all three
+families, so one text format serves them all, and maps it back here:
+
+    model (x, y) = original (x, y) * (resized_w / original_w, resized_h / original_h)
+    original     = model / those scales
+
+Each axis has its own scale: the rounding to multiples of 28 changes the aspect ratio slightly
+(1280 x 720 -> 1288 x 728 at Qwen2.5-VL's defaults: sx = 1.00625, sy = 1.0111), and using one
+scale for both axes moves boxes by up to a patch -- the classic place grounding code breaks. The
+resized size comes from ``backbones.collate.processor_size`` (transformers' own ``smart_resize``
+with the processor's patch, merge and pixel settings); the round trip is tested against what the
+processors really produce (``image_grid_thw`` x patch size) at several aspect ratios
+(tests/test_hands_format.py).
+
+Model boxes are whole pixels (what the model writes); mapping back gives floats in the original
+frame, within half a model pixel / scale of the original box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from egohorizon.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class ResizeMapping:
+    """The original frame's size and the size the processor resizes it to, (height, width) each."""
+
+    original: tuple[int, int]
+    resized: tuple[int, int]
+
+    @classmethod
+    def for_processor(cls, processor, height: int, width: int) -> ResizeMapping:
+        """The mapping of a ``height`` x ``width`` frame for a Qwen-VL processor (or its image
+        processor)."""
+        from egohorizon.backbones.collate import processor_size
+
+        image_processor = getattr(processor, "image_processor", processor)
+        resized = processor_size(image_processor, height, width)
+        if resized is None:
+            raise ConfigError(f"{type(image_processor).__name__} does not say how it resizes images "
+                              "(no patch_size, merge_size and size.shortest_edge/longest_edge): boxes cannot "
+                              "be put in its pixels")
+        return cls((height, width), (int(resized[0]), int(resized[1])))
+
+    @property
+    def scale(self) -> tuple[float, float]:
+        """(sx, sy): model pixels per original pixel along x and y."""
+        return self.resized[1] / self.original[1], self.resized[0] / self.original[0]
+
+    def to_model(self, box: Sequence[float]) -> list[int]:
+        """An original-frame box [x1, y1, x2, y2] -> whole model-image pixels, clipped to the image."""
+        sx, sy = self.scale
+        height, width = self.resized
+        x1, y1, x2, y2 = box
+        return [_clip(round(x1 * sx), width), _clip(round(y1 * sy), height),
+                _clip(round(x2 * sx), width), _clip(round(y2 * sy), height)]
+
+    def to_original(self, box: Sequence[float]) -> list[float]:
+        """A model-image box -> the original frame's pixels (floats, 0.1 px), clipped to the frame."""
+        sx, sy = self.scale
+        height, width = self.original
+        x1, y1, x2, y2 = box
+        return [round(min(max(x1 / sx, 0.0), width), 1), round(min(max(y1 / sy, 0.0), height), 1),
+                round(min(max(x2 / sx, 0.0), width), 1), round(min(max(y2 / sy, 0.0), height), 1)]
+
+
+def _clip(value: int, limit: int) -> int:
+    return min(max(value, 0), limit)
