@@ -83,7 +83,7 @@ def test_render_and_parse_round_trip():
 
 
 def test_parser_counts_what_it_cannot_read_and_keeps_the_rest():
-    text = "\n".join([
+    lines = [
         "0.5s left [1,2,3,4] middle [1,2,3,4]",  # unknown hand: that item dropped, left kept
         "1s left [5,5,3,9]",  # corners swapped
         "1.5s right [1,2,3,4] and more",  # trailing words: the line counted, the box kept
@@ -94,8 +94,8 @@ def test_parser_counts_what_it_cannot_read_and_keeps_the_rest():
         "the hands are busy",  # no format at all
         "action right 0-1.5 take cup",
         "",
-    ])
-    parse = parse_hand_text(text)
+    ]
+    parse = parse_hand_text("\n".join(lines))
     assert parse.boxes == [(0.5, "left", [1, 2, 3, 4]), (1.5, "right", [1, 2, 3, 4])]
     assert parse.segments == [{"kind": "hand_action", "hand": "right", "start": 0.0, "end": 1.5, "label": "take cup"}]
     assert parse.invalid == 8
