@@ -1,0 +1,256 @@
+"""QADataModule: month-scale multiple-choice items (issue 13) answered from frames of the wearer's past.
+
+For each item, frames are chosen among everything recorded before its question time
+(``meta.t_question``) under a frame budget (``frame_budget``), from the window shards through the
+memory's ``FrameCatalog`` (one seek and one JPEG decode per frame, whatever the month's length):
+
+- ``sampling: uniform``: spread evenly over all earlier frames (the EgoMonth paper's baselines);
+- ``sampling: retrieval``: the windows most similar to the question and its options in the
+  ``MemoryIndex`` (``frames_per_window`` frames each, best first) fill the same budget, and the
+  ``notes`` best event descriptions (levels ``memory_levels``, with their times) go into the prompt.
+
+Both only ever reach entries and frames strictly before the question time (tests/test_memory.py);
+the items themselves pass ``egohorizon.data.leakage.check_qa_items`` when loaded. The prompt
+(``egohorizon.prompts.qa``) shows each frame's time; the target is the answer letter.
+
+Items come from ``items`` (JSONL of ``schema.QAItem`` with ``meta.t_question`` and ``meta.split``) or,
+when unset, from ``egohorizon qa generate`` on the demo world (``demo_items``); shards from ``shards``
+or, when unset, the demo world's (``demo_shards_dir``, every ``demo_window_stride``-th window, built on
+first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``notes``.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from torch.utils.data import DataLoader, Dataset
+
+from datamodules.base import TaskDataModule
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+SAMPLINGS = ("uniform", "retrieval")
+
+
+def query_text(item) -> str:
+    """What the memory is searched with: the question and its options."""
+    return " ".join([item.question, *item.options])
+
+
+class QAItems(Dataset):
+    """Item + its chosen frames -> ``{text, images, target, key, frame_times, notes}`` (picklable)."""
+
+    def __init__(self, items: list, selections: dict, catalog, prompt: str | None, with_target: bool = True):
+        self.items, self.selections, self.catalog = items, selections, catalog
+        self.prompt, self.with_target = prompt, with_target
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        from egohorizon.prompts.qa import render_qa_prompt
+
+        item = self.items[i]
+        selection = self.selections[item.id]
+        images = self.catalog.read(item.participant, selection.rows) if len(selection.rows) else []
+        notes = [(n.start, n.end, n.text) for n in selection.notes]
+        text = render_qa_prompt(item.question, item.options, item.meta["t_question"],
+                                selection.times.tolist(), notes, prompt=self.prompt)
+        return {"text": text, "images": images, "target": item.answer, "key": item.id,
+                "frame_times": selection.times.tolist(), "notes": notes}
+
+
+class QACollator:
+    def __init__(self, processor, with_prompts: bool):
+        from egohorizon.backbones.collate import VisionTextCollator
+
+        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.collate(samples)
+        batch["ids"] = [s["key"] for s in samples]
+        batch["frame_times"] = [s["frame_times"] for s in samples]
+        return batch
+
+
+class QADataModule(TaskDataModule):
+    def __init__(
+        self,
+        items: str | None = None,
+        shards: str | None = None,
+        events: str | None = None,
+        demo_dir: str | None = None,
+        demo_items: str | None = None,
+        demo_shards_dir: str | None = None,
+        demo_window_stride: int = 60,
+        long_side: int = 112,
+        crop_size: int = 32,
+        frame_budget: int = 8,
+        sampling: str = "uniform",
+        frames_per_window: int = 2,
+        notes: int = 8,
+        memory_levels: list[int] | None = None,
+        embedder: str = "words",
+        batch_size: int = 4,
+        eval_batch_size: int | None = None,
+        num_workers: int = 0,
+        max_items: dict[str, int] | None = None,
+        prompt: str | None = None,
+        seed: int = 0,
+    ):
+        super().__init__()
+        if sampling not in SAMPLINGS:
+            raise ConfigError(f"data.sampling: expected one of {SAMPLINGS}, got {sampling!r}")
+        if frame_budget < 0:
+            raise ConfigError(f"data.frame_budget: expected >= 0, got {frame_budget}")
+        self.items_path, self.shards, self.events_path = items, shards, events
+        self.demo_dir, self.demo_items, self.demo_shards_dir = demo_dir, demo_items, demo_shards_dir
+        self.demo_window_stride, self.long_side, self.crop_size = demo_window_stride, long_side, crop_size
+        self.frame_budget, self.sampling, self.frames_per_window = frame_budget, sampling, frames_per_window
+        self.notes, self.memory_levels = notes, list(memory_levels or [1, 2, 3, 4, 5])
+        self.embedder = embedder
+        self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
+        self.num_workers, self.max_items = num_workers, dict(max_items or {})
+        self.prompt_name, self.seed = prompt, seed
+        self.by_split: dict[str, list] = {}
+        self.selections: dict[str, Any] = {}
+        self.catalog = None
+        self._world = None
+
+    # -- preparing -------------------------------------------------------------------------------------
+
+    def _demo_world(self):
+        if self._world is None:
+            from egohorizon.data.demo import ensure_demo_world, load_demo_world
+
+            # A world already in demo_dir is used as it is (a test's small one); else the default is ensured.
+            ready = self.demo_dir and (Path(self.demo_dir) / "world.json").is_file()
+            self._world = load_demo_world(self.demo_dir if ready else ensure_demo_world(self.demo_dir))
+        return self._world
+
+    def _items_file(self) -> Path:
+        if self.items_path:
+            return Path(self.items_path)
+        path = Path(self.demo_items or "data/demo_qa/qa.jsonl")
+        if not path.is_file():
+            from egohorizon.data.demo.qa import generate_items
+            from egohorizon.data.leakage import check_qa_items
+            from egohorizon.data.splits import make_day_split
+            from egohorizon.schema import write_jsonl
+
+            world = self._demo_world()
+            split = make_day_split(world.events, seed=self.seed)
+            items, report = generate_items(world, split, seed=self.seed)
+            check_qa_items(items, split)
+            write_jsonl(path, items)
+            split.save(path.with_name(f"{path.stem}.splits.json"))
+            log.info("demo QA items: %s", report["per_task"])
+        return path
+
+    def _shard_dir(self) -> Path:
+        if self.shards:
+            return Path(self.shards)
+        out = Path(self.demo_shards_dir or "data/demo_shards_qa")
+        if not (out / "index.json").is_file():
+            from egohorizon.data.shards.sources import demo_sources
+            from egohorizon.data.shards.writer import build_shards
+            from egohorizon.data.windows import WindowConfig
+
+            world = self._demo_world()
+            config = WindowConfig(long_side=self.long_side, crop_size=self.crop_size, stride=self.demo_window_stride)
+            build_shards(demo_sources(world, frame_size=self.long_side), out, config=config, deid="auto")
+        return out
+
+    def _memory_events(self):
+        if self.events_path:
+            from egohorizon.schema import Event, load_jsonl
+
+            return load_jsonl(self.events_path, Event)
+        return self._demo_world().events
+
+    def prepare(self) -> None:
+        """Items (checked by the leakage guard), the frame catalog, the memory, and each item's frames."""
+        if self.catalog is not None:
+            return
+        from egohorizon.data.leakage import check_qa_items
+        from egohorizon.memory import FrameCatalog
+        from egohorizon.schema import QAItem, load_jsonl
+
+        items = load_jsonl(self._items_file(), QAItem)
+        check_qa_items(items)
+        for split in SPLITS:
+            chosen = [i for i in items if i.meta.get("split") == split]
+            limit = self.max_items.get(split)
+            self.by_split[split] = chosen[:limit] if limit else chosen
+        self.catalog = FrameCatalog.build(self._shard_dir(), participants={i.participant for i in items})
+        memory = self._build_memory() if self.sampling == "retrieval" else None
+        for item in (i for split in SPLITS for i in self.by_split[split]):
+            self.selections[item.id] = self._select(item, memory)
+        log.info("qa items per split: %s; %s sampling, %d frames each", {k: len(v) for k, v in self.by_split.items()},
+                 self.sampling, self.frame_budget)
+
+    def _build_memory(self):
+        from egohorizon.memory import MemoryIndex, text_embedder
+
+        return MemoryIndex.from_sources(self._memory_events(), self.catalog, embed=text_embedder(self.embedder),
+                                        levels=self.memory_levels)
+
+    def _select(self, item, memory):
+        from egohorizon.memory import retrieved, uniform
+
+        t_q = float(item.meta["t_question"])
+        if memory is None:
+            return uniform(self.catalog, item.participant, t_q, self.frame_budget)
+        return retrieved(self.catalog, memory, item.participant, t_q, query_text(item), self.frame_budget,
+                         frames_per_window=self.frames_per_window, notes=self.notes, levels=self.memory_levels)
+
+    # -- what run.py and the callback ask for -----------------------------------------------------------
+
+    def dataset(self, split: str, with_target: bool = True) -> QAItems:
+        if self.catalog is None:
+            self.prepare()
+        return QAItems(self.by_split[split], self.selections, self.catalog, self.prompt_name, with_target)
+
+    def training_corpus(self) -> list[str]:
+        data = self.dataset("train")
+        texts = []
+        for i in range(len(data)):
+            item = data.items[i]
+            selection = self.selections[item.id]
+            from egohorizon.prompts.qa import render_qa_prompt
+
+            texts.append(render_qa_prompt(item.question, item.options, item.meta["t_question"],
+                                          selection.times.tolist(),
+                                          [(n.start, n.end, n.text) for n in selection.notes],
+                                          prompt=self.prompt_name, image_mark=""))
+            texts.append(item.answer)
+        return texts
+
+    def eval_items(self, split: str) -> dict[str, Any]:
+        if self.catalog is None:
+            self.prepare()
+        return {item.id: item for item in self.by_split[split]}
+
+    def _loader(self, split: str) -> DataLoader:
+        if self.processor is None:
+            raise ConfigError("the qa datamodule feeds frames: it needs a vision-language backbone (processor)")
+        train = split == "train"
+        data = self.dataset(split)
+        if not len(data):
+            raise ConfigError(f"no QA items in the {split!r} split of {self._items_file()}")
+        return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
+                          num_workers=self.num_workers, collate_fn=QACollator(self.processor, not train),
+                          persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self):
+        return self._loader("train")
+
+    def val_dataloader(self):
+        return self._loader("val")
+
+    def test_dataloader(self):
+        return self._loader("test")
