@@ -13,8 +13,8 @@ families, so one text format serves them all, and maps it back here:
 Each axis has its own scale: the rounding to multiples of 28 changes the aspect ratio slightly
 (1280 x 720 -> 1288 x 728 at Qwen2.5-VL's defaults: sx = 1.00625, sy = 1.0111), and using one
 scale for both axes moves boxes by up to a patch -- the classic place grounding code breaks. The
-resized size comes from ``backbones.collate.processor_size`` (transformers' own ``smart_resize``
-with the processor's patch, merge and pixel settings); the round trip is tested against what the
+resized size comes from ``processor_size`` (transformers' own ``smart_resize`` with the processor's
+patch, merge and pixel settings); the round trip is tested against what the
 processors really produce (``image_grid_thw`` x patch size) at several aspect ratios
 (tests/test_hands_format.py).
 
@@ -41,8 +41,6 @@ class ResizeMapping:
     def for_processor(cls, processor, height: int, width: int) -> ResizeMapping:
         """The mapping of a ``height`` x ``width`` frame for a Qwen-VL processor (or its image
         processor)."""
-        from egohorizon.backbones.collate import processor_size
-
         image_processor = getattr(processor, "image_processor", processor)
         resized = processor_size(image_processor, height, width)
         if resized is None:
@@ -71,6 +69,21 @@ class ResizeMapping:
         x1, y1, x2, y2 = box
         return [round(min(max(x1 / sx, 0.0), width), 1), round(min(max(y1 / sy, 0.0), height), 1),
                 round(min(max(x2 / sx, 0.0), width), 1), round(min(max(y2 / sy, 0.0), height), 1)]
+
+
+def processor_size(image_processor, height: int, width: int) -> tuple[int, int] | None:
+    """The (height, width) a Qwen-VL image processor resizes a ``height`` x ``width`` image to: its
+    ``smart_resize`` (multiples of patch x merge size within its pixel budget); None for a processor
+    that does not say."""
+    from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+    size = getattr(image_processor, "size", None)
+    patch, merge = getattr(image_processor, "patch_size", None), getattr(image_processor, "merge_size", None)
+    low = getattr(size, "shortest_edge", None) or getattr(image_processor, "min_pixels", None)
+    high = getattr(size, "longest_edge", None) or getattr(image_processor, "max_pixels", None)
+    if not (patch and merge and low and high):
+        return None
+    return smart_resize(height, width, factor=patch * merge, min_pixels=low, max_pixels=high)
 
 
 def _clip(value: int, limit: int) -> int:
