@@ -53,11 +53,14 @@ class FrameCatalog:
         self._by_key = {w.key: w for ws in windows.values() for w in ws}
 
     @classmethod
-    def build(cls, shard_dir: str | Path, participants: set[str] | None = None) -> FrameCatalog:
+    def build(cls, shard_dir: str | Path, participants: set[str] | None = None,
+              days: set[str] | None = None) -> FrameCatalog:
+        """The catalog of a shard folder's frames (of ``participants`` and ``days`` when given)."""
         from egohorizon.data.shards.index import ShardIndex
 
         index = ShardIndex.load(shard_dir)
-        entries = [e for e in index.shards if participants is None or e["participant"] in participants]
+        entries = [e for e in index.shards if (participants is None or e["participant"] in participants)
+                   and (days is None or e["day"] in days)]
         shards = index.urls(entries)
         rows: dict[str, list[tuple[float, str, int, int, int]]] = {}
         metas: dict[str, dict[str, dict]] = {}
