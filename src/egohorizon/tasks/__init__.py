@@ -14,6 +14,7 @@ TASKS = {
     "qa": "egohorizon.tasks.qa:QATask",
     "caption": "egohorizon.tasks.caption:CaptionTask",
     "abstract": "egohorizon.tasks.abstract:AbstractTask",
+    "hands": "egohorizon.tasks.hands:HandsTask",
 }
 
 

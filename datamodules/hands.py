@@ -1,0 +1,242 @@
+"""HandsDataModule: short first-person clips (issue 14) -> frames sampled at ``fps`` -> the hands text.
+
+Clips, gold boxes and segments come from a folder written by ``egohorizon.data.demo.hands`` (built on
+first use into ``demo_dir``); the split is its ``split.json`` (whole days held out). Frames are drawn
+from each clip's record when a sample is read, at ``fps`` frames per second over the clip (the
+sampling rate sent to the model). The target is ``metrics.hand_format``'s text: the gold boxes of
+the sampled frames (the nearest annotated frame) in the pixels of the image the processor makes
+(``backbones.boxes.ResizeMapping``), then every gold segment of the clip.
+
+``eval_options`` hands the task the MediaPipe baseline's boxes on the same sampled frames
+(``pipelines.hands_detector``), computed once per split.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from torch.utils.data import DataLoader, Dataset
+
+from datamodules.base import TaskDataModule
+from egohorizon.errors import ConfigError
+
+log = logging.getLogger(__name__)
+
+SPLITS = ("train", "val", "test")
+FPS = 30
+
+
+def frame_times(duration: float, fps: float) -> list[float]:
+    """Sample times 0, 1/fps, ... before the clip's end (seconds, 2 decimals)."""
+    if fps <= 0:
+        raise ConfigError(f"data.fps: expected > 0 frames per second, got {fps}")
+    count = max(1, int(duration * fps - 1e-9) + 1)
+    return [round(k / fps, 2) for k in range(count) if k / fps < duration]
+
+
+def target_boxes(item, mapping) -> list[tuple[float, str, list[int]]]:
+    """The gold boxes of the sampled frames (each time's nearest annotated frame) in model pixels."""
+    by_frame: dict[int, dict[str, list[float]]] = {}
+    grid = 1
+    for box in item.boxes:
+        by_frame.setdefault(box["frame"], {})[box["hand"]] = box["box"]
+        grid = box.get("grid") or grid
+    out = []
+    for t in item.frame_times:
+        frame = grid * round(FPS * t / grid)
+        for hand, box in sorted(by_frame.get(frame, {}).items()):
+            out.append((t, hand, mapping.to_model(box)))
+    return out
+
+
+class HandClipSamples(Dataset):
+    """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn in the worker)."""
+
+    def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None):
+        self.items, self.clips, self.mapping, self.prompt = items, clips, mapping, prompt
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        from egohorizon.data.demo.hands import clip_from_record
+        from egohorizon.data.demo.hands_render import render_hand_frame
+        from egohorizon.metrics.hand_format import render_hand_text
+        from egohorizon.prompts.hands import render_hands_prompt
+
+        item = self.items[i]
+        record = self.clips[item.id]
+        clip = clip_from_record(record)
+        images = [render_hand_frame(clip, t) for t in item.frame_times]
+        text = render_hands_prompt(item.frame_times, record["duration"], self.mapping.resized, prompt=self.prompt)
+        target = render_hand_text(target_boxes(item, self.mapping), item.segments)
+        return {"text": text, "images": images, "target": target, "key": item.id}
+
+
+class HandsCollator:
+    def __init__(self, processor, with_prompts: bool):
+        from egohorizon.backbones.collate import VisionTextCollator
+
+        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = self.collate(samples)
+        batch["ids"] = [s["key"] for s in samples]
+        return batch
+
+
+class HandsDataModule(TaskDataModule):
+    def __init__(
+        self,
+        clips_dir: str | None = None,
+        demo_dir: str | None = None,
+        demo_days: int = 20,
+        demo_clips_per_day: int = 15,
+        fps: float = 1.0,
+        batch_size: int = 4,
+        eval_batch_size: int | None = None,
+        num_workers: int = 0,
+        max_clips: dict[str, int] | None = None,
+        mediapipe_baseline: bool = True,
+        prompt: str | None = None,
+        seed: int = 0,
+    ):
+        super().__init__()
+        frame_times(1.0, fps)  # checks fps
+        self.clips_dir, self.demo_dir = clips_dir, demo_dir
+        self.demo_days, self.demo_clips_per_day = demo_days, demo_clips_per_day
+        self.fps, self.batch_size = fps, batch_size
+        self.eval_batch_size, self.num_workers = eval_batch_size or batch_size, num_workers
+        self.max_clips, self.mediapipe_baseline = dict(max_clips or {}), mediapipe_baseline
+        self.prompt_name, self.seed = prompt, seed
+        self.clips: dict[str, dict] = {}
+        self.by_split: dict[str, list] = {}
+        self.mapping = None
+        self._baseline: dict[str, list[dict]] = {}
+
+    def _folder(self) -> Path:
+        if self.clips_dir:
+            return Path(self.clips_dir)
+        out = Path(self.demo_dir or "data/demo_hands")
+        if not (out / "clips.jsonl").is_file():
+            from egohorizon.data.demo.hands import build_hand_clips
+
+            log.info("demo hand clips: %s", build_hand_clips(out, seed=self.seed, days=self.demo_days,
+                                                             clips_per_day=self.demo_clips_per_day))
+        return out
+
+    def prepare(self) -> None:
+        """Clip records, gold boxes and segments by split (each clip's split is its day's)."""
+        if self.by_split:
+            return
+        from egohorizon.data.splits import DaySplit
+        from egohorizon.schema import HandBox, Segment, load_jsonl
+        from egohorizon.tasks.hands import HandItem
+
+        folder = self._folder()
+        split = DaySplit.load(folder / "split.json")
+        boxes: dict[str, list[dict]] = {}
+        for box in load_jsonl(folder / "boxes.jsonl", HandBox):
+            boxes.setdefault(box.clip, []).append({"clip": box.clip, "frame": box.frame, "hand": box.hand,
+                                                   "box": box.box, "grid": box.grid})
+        segments: dict[str, list[dict]] = {}
+        for s in load_jsonl(folder / "segments.jsonl", Segment):
+            segments.setdefault(s.clip, []).append({"kind": s.kind, "hand": s.hand, "start": s.start, "end": s.end,
+                                                    "label": s.label})
+        self.by_split = {name: [] for name in SPLITS}
+        with (folder / "clips.jsonl").open() as handle:
+            for line_no, line in enumerate(handle, start=1):
+                record = json.loads(line)
+                name = split.split_of(record["participant"], record["day"])
+                if name not in self.by_split:
+                    raise ConfigError(f"{folder / 'clips.jsonl'}, line {line_no}: day {record['day']!r} is in "
+                                      f"no split of {folder / 'split.json'}")
+                self.clips[record["clip"]] = record
+                self.by_split[name].append(HandItem(
+                    id=record["clip"], boxes=boxes.get(record["clip"], []), segments=segments.get(record["clip"], []),
+                    frame_times=frame_times(record["duration"], self.fps),
+                    original=(record["height"], record["width"])))
+        for name, limit in self.max_clips.items():
+            self.by_split[name] = self.by_split[name][:limit]
+        log.info("hand clips per split: %s, %g frames per second", {k: len(v) for k, v in self.by_split.items()},
+                 self.fps)
+
+    def set_processor(self, processor) -> None:
+        from egohorizon.backbones.boxes import ResizeMapping
+
+        self.processor = processor
+        if processor is None:
+            return
+        self.prepare()
+        sizes = {item.original for items in self.by_split.values() for item in items}
+        if len(sizes) != 1:
+            raise ConfigError(f"hand clips of several frame sizes {sorted(sizes)}: one size per run")
+        self.mapping = ResizeMapping.for_processor(processor, *sizes.pop())
+        for items in self.by_split.values():
+            for item in items:
+                item.resized = self.mapping.resized
+
+    def training_corpus(self) -> list[str]:
+        """Prompts and targets of the training clips (boxes in frame pixels: same words and digits)."""
+        from egohorizon.backbones.boxes import ResizeMapping
+        from egohorizon.metrics.hand_format import render_hand_text
+        from egohorizon.prompts.hands import render_hands_prompt
+
+        self.prepare()
+        texts = []
+        for item in self.by_split["train"]:
+            identity = ResizeMapping(item.original, item.original)
+            texts.append(render_hands_prompt(item.frame_times, self.clips[item.id]["duration"], item.original,
+                                             prompt=self.prompt_name, image_mark=""))
+            texts.append(render_hand_text(target_boxes(item, identity), item.segments))
+        return texts
+
+    def eval_items(self, split: str) -> dict[str, Any]:
+        self.prepare()
+        return {item.id: item for item in self.by_split[split]}
+
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """The MediaPipe baseline's boxes on the frames the model saw (t = frame time), once per split."""
+        if not self.mediapipe_baseline:
+            return {}
+        if split not in self._baseline:
+            self._baseline[split] = self._mediapipe_boxes(self.by_split[split])
+        return {"baseline_boxes": self._baseline[split], "baseline_name": "mediapipe"}
+
+    def _mediapipe_boxes(self, items) -> list[dict]:
+        from egohorizon.data.demo.hands import clip_from_record
+        from egohorizon.data.demo.hands_render import render_hand_frame
+        from egohorizon.pipelines.hands_detector import MediaPipeHands
+
+        detector = MediaPipeHands()
+        out = []
+        for item in items:
+            clip = clip_from_record(self.clips[item.id])
+            for t in item.frame_times:
+                out += [{"clip": item.id, "t": t, "hand": h.hand, "box": list(h.box)}
+                        for h in detector.detect(render_hand_frame(clip, t))]
+        return out
+
+    def _loader(self, split: str) -> DataLoader:
+        if self.processor is None or self.mapping is None:
+            raise ConfigError("the hands datamodule feeds frames: it needs a vision-language backbone (processor)")
+        self.prepare()
+        train = split == "train"
+        data = HandClipSamples(self.by_split[split], self.clips, self.mapping, self.prompt_name)
+        if not len(data):
+            raise ConfigError(f"no hand clips in the {split!r} split of {self._folder()}")
+        return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
+                          num_workers=self.num_workers, collate_fn=HandsCollator(self.processor, not train),
+                          persistent_workers=self.num_workers > 0)
+
+    def train_dataloader(self):
+        return self._loader("train")
+
+    def val_dataloader(self):
+        return self._loader("val")
+
+    def test_dataloader(self):
+        return self._loader("test")

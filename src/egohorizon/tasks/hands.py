@@ -1,0 +1,200 @@
+"""The hands task (EgoHome, issue 14): one text per clip holding timestamped left/right boxes, subtasks,
+hand actions and hand captions (``metrics.hand_format``), scored with the centroid hit fraction
+(``metrics.boxes``) and PSJ + semantic F1 per annotation type (``metrics.segments``), next to the
+degenerate baselines (``metrics.segment_baselines``) and, on boxes, a detector's boxes handed in by
+the data (the MediaPipe baseline: ``eval_options`` of the hands datamodule).
+
+An item is one clip: its gold boxes and segments (SPEC §6 records), the times of the frames the model
+saw and the resize mapping of those frames, so model-pixel boxes go back to the frame's pixels here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from egohorizon.tasks.base import Evaluation, Task, objective_line
+
+KINDS = ("subtask", "hand_action", "hand_caption")
+SHORT = {"subtask": "subtask", "hand_action": "action", "hand_caption": "caption"}
+# judge per kind (SPEC §4): exact labels for subtasks and captions offline, the Ego4D verb for actions
+DEFAULT_JUDGES = {"subtask": "exact", "hand_action": "verb", "hand_caption": "exact"}
+
+
+@dataclass
+class HandItem:
+    """One clip: ``boxes`` (gold HandBox records), ``segments`` (gold Segment records), the frame
+    times the model saw (seconds from the clip's start), and the frame and model image sizes."""
+
+    id: str
+    boxes: list[dict] = field(default_factory=list)
+    segments: list[dict] = field(default_factory=list)
+    frame_times: list[float] = field(default_factory=list)
+    original: tuple[int, int] = (0, 0)  # (height, width) of the frames
+    resized: tuple[int, int] = (0, 0)  # (height, width) of the image the model saw
+
+
+def make_judges(names: Mapping[str, str] | None = None, embedder: str = "minilm", threshold: float = 0.75):
+    from egohorizon.metrics.judges import EmbeddingJudge, ExactJudge, VerbJudge
+
+    built = {}
+    for kind, name in {**DEFAULT_JUDGES, **dict(names or {})}.items():
+        if name == "exact":
+            built[kind] = ExactJudge()
+        elif name == "verb":
+            built[kind] = VerbJudge()
+        elif name == "embedding":
+            from egohorizon.metrics.embedders import get_embedder
+
+            built[kind] = EmbeddingJudge(get_embedder(embedder), threshold)
+        else:
+            raise ValueError(f"hands judge for {kind}: expected exact, verb or embedding, got {name!r}")
+    return built
+
+
+def _records(item: HandItem, parse) -> dict[str, Any]:
+    from egohorizon.backbones.boxes import ResizeMapping
+
+    mapping = ResizeMapping(tuple(item.original), tuple(item.resized))
+    boxes = [{"clip": item.id, "t": t, "hand": hand, "box": mapping.to_original(box)} for t, hand, box in parse.boxes]
+    segments = [{"clip": item.id, **s} for s in parse.segments]
+    return {"boxes": boxes, "segments": segments, "invalid": parse.invalid}
+
+
+def _record(record_type, obj: dict, where: str):
+    """A schema record, or ValueError naming where it came from and each bad field."""
+    record, problems = record_type.from_dict(obj)
+    if problems:
+        raise ValueError(f"{where}: bad {record_type.__name__} {obj}: "
+                         + "; ".join(f"{name}: {problem}" for name, problem in problems))
+    return record
+
+
+def _segment_blocks(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    return {kind: {"psj": block["psj"], "semantic_f1": block["semantic_f1"], "n_clips": block["n_clips"]}
+            for kind, block in report["kinds"].items()}
+
+
+class HandsTask(Task):
+    name = "hands"
+
+    def parse(self, texts: Sequence[str], item: HandItem | None = None) -> dict[str, Any]:
+        """Boxes (frame pixels, SPEC BoxPrediction fields), segments and the invalid count of one clip's
+        output; an unreadable output is an empty prediction with its invalid parts counted."""
+        from egohorizon.metrics.hand_format import parse_hand_text
+
+        if item is None:
+            raise ValueError("the hands task maps boxes back with its item's frame sizes")
+        return _records(item, parse_hand_text(texts[0] if texts else None))
+
+    def evaluate(self, items: Sequence[HandItem], predictions: Mapping[str, Any], split: str,
+                 judges: Mapping[str, str] | None = None, embedder: str = "minilm", judge_threshold: float = 0.75,
+                 baseline_boxes: Sequence[dict] | None = None, baseline_name: str = "mediapipe",
+                 **_: Any) -> Evaluation:
+        from egohorizon.metrics.boxes import centroid_hit_fraction
+        from egohorizon.metrics.segment_baselines import score_baselines
+        from egohorizon.metrics.segments import score_segments
+        from egohorizon.schema import BoxPrediction, HandBox, Segment
+
+        gold_boxes = [_record(HandBox, {**b, "clip": item.id}, item.id) for item in items for b in item.boxes]
+        gold_segments = [_record(Segment, {**s, "clip": item.id}, item.id) for item in items for s in item.segments]
+        predicted = [predictions.get(item.id) or {"boxes": [], "segments": [], "invalid": 0} for item in items]
+        boxes = [_record(BoxPrediction, b, "prediction") for p in predicted for b in p["boxes"]]
+        segments = [_record(Segment, s, "prediction") for p in predicted for s in p["segments"]]
+        judge_set = make_judges(judges, embedder, judge_threshold)
+        report = {
+            "boxes": centroid_hit_fraction(gold_boxes, boxes),
+            **score_segments(gold_segments, segments, judge_set),
+            "n": len(items),
+            "invalid": sum(p["invalid"] for p in predicted),
+            "missing": sum(item.id not in predictions for item in items),
+        }
+        baselines: dict[str, Any] = {"segments": score_baselines(gold_segments, judge_set)}
+        if baseline_boxes is not None:
+            wanted = {item.id for item in items}
+            chosen = [_record(BoxPrediction, b, baseline_name) for b in baseline_boxes if b["clip"] in wanted]
+            baselines["boxes"] = {baseline_name: centroid_hit_fraction(gold_boxes, chosen)}
+        return Evaluation(report=report, baselines=baselines, metrics=self._flat(report, baselines, split),
+                          candidates=dict(predictions))
+
+    def _flat(self, report: Mapping[str, Any], baselines: Mapping[str, Any], split: str) -> dict[str, float]:
+        out: dict[str, float] = {f"{split}/hands_n": float(report["n"]),
+                                 f"{split}/hands_invalid": float(report["invalid"])}
+        parts = []
+        if report["boxes"]["chf"] is not None:
+            out[f"{split}/hands_chf"] = float(report["boxes"]["chf"])
+            parts.append(report["boxes"]["chf"])
+        for kind, block in _segment_blocks(report).items():
+            for metric in ("psj", "semantic_f1"):
+                if block[metric] is not None:
+                    out[f"{split}/hands_{SHORT[kind]}_{metric}"] = float(block[metric])
+            if block["psj"] is not None:
+                parts.append(block["psj"])
+        for name, kinds in baselines.get("segments", {}).items():
+            for kind, block in kinds.items():
+                if block["psj"] is not None:
+                    out[f"{split}/{name}_hands_{SHORT[kind]}_psj"] = float(block["psj"])
+        for name, block in baselines.get("boxes", {}).items():
+            if block["chf"] is not None:
+                out[f"{split}/{name}_hands_chf"] = float(block["chf"])
+        if parts:
+            # the objective: boxes and the three annotation types weigh the same
+            out[f"{split}/hands_score"] = float(sum(parts) / len(parts))
+        return out
+
+    def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        if evaluation is None:
+            return []
+        report, baselines = evaluation.report, evaluation.baselines
+        rows = [{"annotation": "boxes", "predictor": "model", "chf": report["boxes"]["chf"],
+                 "hits": report["boxes"]["hits"], "annotated": report["boxes"]["annotated"],
+                 "false_positive_frames": report["boxes"]["false_positive_frames"]}]
+        for name, block in baselines.get("boxes", {}).items():
+            rows.append({"annotation": "boxes", "predictor": name, "chf": block["chf"], "hits": block["hits"],
+                         "annotated": block["annotated"], "false_positive_frames": block["false_positive_frames"]})
+        for kind, block in _segment_blocks(report).items():
+            rows.append({"annotation": kind, "predictor": "model", **block})
+            for name, kinds in baselines.get("segments", {}).items():
+                if kind in kinds:
+                    rows.append({"annotation": kind, "predictor": name, **kinds[kind]})
+        return rows
+
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+        if not rows:
+            return "(no test scores: was the test split empty?)"
+
+        def num(value):
+            return "n/a" if value is None else f"{value:.3f}"
+
+        lines = ["Held-out test days: hands", f"{'annotation':>13} {'predictor':>18} {'CHF/PSJ':>8} {'F1':>6}  detail"]
+        for r in rows:
+            if r["annotation"] == "boxes":
+                detail = f"hits {r['hits']}/{r['annotated']}, false-positive frames {r['false_positive_frames']}"
+                lines.append(f"{'boxes':>13} {r['predictor']:>18} {num(r['chf']):>8} {'':>6}  {detail}")
+            else:
+                lines.append(f"{r['annotation']:>13} {r['predictor']:>18} {num(r['psj']):>8} "
+                             f"{num(r['semantic_f1']):>6}  clips {r['n_clips']}")
+        return "\n".join(lines + objective_line(objective))
+
+    def default_objective(self, data: Mapping[str, Any]) -> str:
+        return "val/hands_score"
+
+    def headline(self, evaluation: Evaluation) -> str:
+        report = evaluation.report
+        blocks = _segment_blocks(report)
+
+        def num(value):
+            return "n/a" if value is None else f"{value:.3f}"
+
+        parts = [f"CHF {num(report['boxes']['chf'])}"]
+        parts += [f"{SHORT[k]} PSJ {num(b['psj'])}" for k, b in blocks.items()]
+        return ", ".join(parts) + f", invalid {report['invalid']} in {report['n']} clips"
+
+    def prediction_fields(self, prediction: Any) -> dict[str, Any] | None:
+        if prediction is None:
+            return None
+        return {"boxes": prediction["boxes"], "segments": prediction["segments"], "invalid": prediction["invalid"]}
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        return sorted(evaluation.candidates)
