@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "deid": "egohorizon.commands.deid",
     "caption": "egohorizon.commands.caption",
     "abstract": "egohorizon.commands.abstract",
+    "pipeline": "egohorizon.commands.pipeline",
     "score": "egohorizon.commands.score",
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",

@@ -1,0 +1,159 @@
+"""egohorizon pipeline on two days of the demo world, with a loopback OpenAI-compatible server started
+here that captions windows (requests with images: timed actions that depend on the frames' count and
+the window) and abstracts runs of events (text requests: the rule of tests/test_abstract_job.py).
+A finished chain reruns as a no-op; a chain killed during the abstraction resumes without asking for
+any caption again and ends with the same outputs as an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from test_abstract_job import rule_reply
+
+from egohorizon.cli import main
+from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.schema import Event, load_jsonl
+
+ACTIONS = ["open the laptop", "type an email", "drink some coffee", "read the screen", "open a drawer"]
+
+
+def caption_reply(text: str, images: int) -> str:
+    match = re.search(r"(\d+(?:\.\d+)?)-second window", text)
+    window = float(match.group(1)) if match else 30.0
+    speech = len(text) % len(ACTIONS)  # varies with the window's transcript, so events differ
+    half = round(window / 2, 1)
+    return "\n".join(json.dumps(line) for line in (
+        {"start": 0, "end": half, "action": ACTIONS[speech]},
+        {"start": half, "end": window, "action": ACTIONS[(speech + images) % len(ACTIONS)]}))
+
+
+class ChainServer:
+    def __init__(self, abstract_delay: float = 0.0):
+        self.counts = {"caption": 0, "abstract": 0}
+        self.abstract_delay = abstract_delay
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                content = body["messages"][0]["content"]
+                if isinstance(content, list):
+                    text = "".join(p.get("text", "") for p in content if p.get("type") == "text")
+                    images = sum(p.get("type") == "image_url" for p in content)
+                    kind, answer = "caption", caption_reply(text, images)
+                else:
+                    time.sleep(server.abstract_delay)
+                    kind, answer = "abstract", rule_reply(content)
+                with server.lock:
+                    server.counts[kind] += 1
+                data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]})
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data.encode())
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+
+@pytest.fixture(scope="module")
+def server():
+    s = ChainServer()
+    yield s
+    s.httpd.shutdown()
+
+
+def chain_args(out: Path, url: str) -> list[str]:
+    """Two demo days (three participant-days: one is a day off), every 180th 10 s window, tiny frames."""
+    return ["pipeline", "--demo", "--demo-days", "2", "--out", str(out), "--window", "10", "--stride", "180",
+            "--long-side", "64",
+            "--crop-size", "32", "--captioner", "loop-vlm", "--captioner-base-url", url, "--abstractor", "loop-llm",
+            "--abstractor-base-url", url, "--max-events", "12", "--overlap", "3", "--context", "5",
+            "--val-frac", "0.3", "--test-frac", "0.3", "--abstract-concurrency", "1"]
+
+
+def outputs(run: Path) -> dict[str, bytes]:
+    names = ["captions/events.jsonl", "hierarchy/events.jsonl", "points/splits.json",
+             *(f"points/points_{s}.jsonl" for s in ("train", "val", "test"))]
+    return {name: (run / name).read_bytes() for name in names}
+
+
+def printed(capsys) -> dict:
+    out = capsys.readouterr().out
+    return json.loads(out[out.index("{\n"):])
+
+
+@pytest.fixture(scope="module")
+def reference(server, tmp_path_factory) -> tuple[Path, dict, dict]:
+    """One uninterrupted chain: its folder, report and the server's request counts."""
+    run = tmp_path_factory.mktemp("chain") / "run"
+    assert main(chain_args(run, server.url)) == 0
+    return run, json.loads((run / "report.json").read_text()), dict(server.counts)
+
+
+@pytest.mark.slow
+def test_the_demo_chain_runs_reports_and_reruns_as_a_no_op(reference, server, capsys):
+    run, report, _ = reference
+    stages = report["stages"]
+    assert [stages[s]["status"] for s in stages] == ["ran"] * 5
+    assert stages["caption"]["counts"]["ok"] == stages["caption"]["windows"] > 0
+    abstract = stages["abstract"]
+    assert abstract["days_ok"] == abstract["days"] > 0 and abstract["hierarchy_ok"]
+    assert set(abstract["compression"]) == {"L1/L2", "L2/L3", "L3/L4", "L4/L5"}
+    events = load_jsonl(run / "hierarchy" / "events.jsonl", Event)
+    assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3, 4, 5}
+    assert any(p["n"] for p in stages["points"]["points"])
+    before, counts = outputs(run), dict(server.counts)
+    capsys.readouterr()
+    assert main(chain_args(run, server.url)) == 0
+    again = printed(capsys)
+    assert [again["stages"][s]["status"] for s in again["stages"]] == ["skipped"] * 5
+    assert server.counts == counts and outputs(run) == before
+
+
+@pytest.mark.slow
+def test_a_chain_killed_while_abstracting_resumes_with_identical_outputs(reference, server, tmp_path):
+    reference_run, reference_report, _ = reference
+    n_days = reference_report["stages"]["abstract"]["days"]
+    run, command = tmp_path / "run", [sys.executable, "-m", "egohorizon.cli", *chain_args(tmp_path / "run", server.url)]
+    server.abstract_delay = 0.05  # so that the kill lands between two days
+    try:
+        before = dict(server.counts)
+        job = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        days = run / "hierarchy" / "days.jsonl"
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and not (days.is_file() and days.read_text().count("\n") >= 1):
+            time.sleep(0.02)
+        os.kill(job.pid, signal.SIGKILL)
+        job.wait(timeout=10)
+        finished = days.read_text().count("\n")
+        assert (run / "stages" / "caption.json").is_file() and not (run / "stages" / "abstract.json").exists()
+        assert 1 <= finished < n_days, "the chain was not stopped in the middle of the abstraction"
+        captions_asked = server.counts["caption"]
+        result = subprocess.run(command, check=True, timeout=300, capture_output=True, text=True)
+    finally:
+        server.abstract_delay = 0.0
+    report = json.loads(result.stdout[result.stdout.index("{\n"):])
+    assert [report["stages"][s]["status"] for s in ("ingest", "shards", "caption")] == ["skipped"] * 3
+    assert report["stages"]["abstract"]["status"] == report["stages"]["points"]["status"] == "ran"
+    windows = reference_report["stages"]["caption"]["windows"]
+    assert server.counts["caption"] - before["caption"] == captions_asked - before["caption"] == windows
+    records = [json.loads(line) for line in days.read_text().splitlines()]
+    assert len({r["day"] for r in records}) == len(records) == n_days  # each day abstracted once
+    assert outputs(run) == outputs(reference_run)
