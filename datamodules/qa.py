@@ -235,6 +235,13 @@ class QADataModule(TaskDataModule):
             self.prepare()
         return {item.id: item for item in self.by_split[split]}
 
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """The majority-position baseline's letter: the most frequent answer among the training items."""
+        from collections import Counter
+
+        counts = Counter(item.answer for item in self.by_split.get("train", []))
+        return {"majority_letter": min(counts, key=lambda a: (-counts[a], a))} if counts else {}
+
     def _loader(self, split: str) -> DataLoader:
         if self.processor is None:
             raise ConfigError("the qa datamodule feeds frames: it needs a vision-language backbone (processor)")

@@ -52,16 +52,21 @@ class QATask(Task):
         split: str,
         task_levels: Mapping[str, int] | None = None,
         prefix: str = "qa",
+        majority_letter: str | None = None,
     ) -> Evaluation:
+        """``majority_letter``: the most frequent answer position of the training items; when given,
+        the majority-position baseline (that letter for every item) is scored and logged beside the
+        model as ``{split}/majority_position_{prefix}_avg``, ``_acc``, per task and per level."""
         from egohorizon.metrics.qa import score_qa
 
         report = score_qa(items, predictions, task_levels)
-        return Evaluation(
-            report=report,
-            baselines={"chance": report["chance"]},
-            metrics=flat_metrics(report, split, prefix),
-            candidates=dict(predictions),
-        )
+        baselines: dict[str, Any] = {"chance": report["chance"]}
+        metrics = flat_metrics(report, split, prefix)
+        if majority_letter:
+            majority = score_qa(items, {item.id: majority_letter for item in items}, task_levels)
+            baselines["majority_position"] = {"letter": majority_letter, **majority}
+            metrics.update(flat_metrics(majority, split, f"majority_position_{prefix}"))
+        return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=dict(predictions))
 
     def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
         if evaluation is None:
