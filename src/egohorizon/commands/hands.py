@@ -1,6 +1,7 @@
 """``egohorizon hands detect IMAGES_DIR --out boxes.jsonl``: left/right hand boxes for a folder of
 images (``--gold boxes.csv`` also scores them hand-agnostically); ``egohorizon hands label SHARDS
---out boxes.jsonl``: gold-format box records for every frame of a shard folder (pseudo-labels).
+--out boxes.jsonl``: gold-format box records for every frame of a shard folder (pseudo-labels);
+``egohorizon hands aria VRS``: the detector scored against an Aria gen2 recording's own hand tracking.
 The detector is MediaPipe's palm + landmark models (``egohorizon.pipelines.hands_detector``)."""
 
 from __future__ import annotations
@@ -34,6 +35,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     label.add_argument("--out", required=True, help="the box records JSONL to write")
     _add_model(label)
     label.set_defaults(handler=run_label)
+    aria = sub.add_parser("aria", help="score the detector against an Aria gen2 recording's own hand tracking",
+                          description="The device's 21 hand landmarks per hand, projected into each RGB frame "
+                                      "through the calibration, give real left/right boxes without annotation; "
+                                      "the detector is scored per hand and hand-agnostically.")
+    aria.add_argument("vrs", help="a gen2 VRS file with the handtracking stream")
+    aria.add_argument("--out", help="also write the per-frame gold and found boxes (JSON)")
+    _add_model(aria)
+    aria.set_defaults(handler=run_aria)
 
 
 def _add_model(parser: argparse.ArgumentParser) -> None:
@@ -100,4 +109,18 @@ def run_label(args: argparse.Namespace) -> int:
     problems: list[dict] = []
     count = _write_jsonl(args.out, label_shards(args.shards, find, provenance["detector"], problems))
     write_result({"out": args.out, "boxes": count, "damaged_shards": problems, **provenance})
+    return 0
+
+
+def run_aria(args: argparse.Namespace) -> int:
+    import json
+
+    from egohorizon.pipelines.hands_aria import aria_hand_frames, score_hands
+
+    find, provenance = _finder(args)
+    report = score_hands(aria_hand_frames(args.vrs), find)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as handle:
+            json.dump(report["per_frame"], handle, indent=1)
+    write_result({k: v for k, v in report.items() if k != "per_frame"} | {"vrs": args.vrs, **provenance})
     return 0

@@ -261,7 +261,7 @@ def landmark_box(points: np.ndarray, margin: float, width: int, height: int) -> 
     box = (max(0.0, x0 - dx), max(0.0, y0 - dy), min(float(width), x1 + dx), min(float(height), y1 + dy))
     if box[2] <= box[0] or box[3] <= box[1]:
         return None  # the hand lies wholly outside the frame
-    return tuple(round(v, 1) for v in box)
+    return tuple(round(float(v), 1) for v in box)
 
 
 def dedup(hands: list[HandDetection], iou: float) -> list[HandDetection]:
