@@ -1,0 +1,75 @@
+"""The abstractor end to end on the task core: train.py's run trains the tiny LM on runs of a few demo
+days' gold hierarchy (task=abstract) and logs the abstraction metrics and both baselines on val and
+test; then ``egohorizon abstract`` runs with the trained adapter (the local backend: the adapter's own
+prompt, raw text), reports every day as built or failed (a barely trained model writes invalid
+groupings: those days are listed, never patched), and a rerun answers from the cache."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hydra import compose, initialize_config_dir
+
+from egohorizon.cli import main
+from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.run import train
+from egohorizon.schema import Event, load_jsonl, write_jsonl
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    from conftest import REPO_ROOT
+
+    from egohorizon.data.demo import load_demo_world
+
+    tmp = tmp_path_factory.mktemp("abstract")
+    events = load_demo_world().events
+    days = sorted({(e.participant, e.day) for e in events})
+    chosen = set(days[:6] + days[-6:])  # six days of each person
+    write_jsonl(tmp / "events.jsonl", [e for e in events if (e.participant, e.day) in chosen])
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "experiment=abstract_demo", f"data.events={tmp}/events.jsonl", f"paths.run_dir={tmp}/run",
+            f"paths.cache_dir={tmp}/cache", f"backbone.cache_dir={tmp}/cache", "data.max_events=12",
+            "data.train_stride=4", "data.max_eval_items=4", "data.val_frac=0.2", "data.test_frac=0.2",
+            "logger=csv", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
+            "+trainer.limit_train_batches=4", "model.generation.max_new_tokens=48",
+            "trainer.enable_progress_bar=false", "callbacks.abstract_eval.score_options.embedder=exact"])
+    return tmp, train(cfg)
+
+
+def test_the_run_logs_abstraction_metrics_and_both_baselines(trained):
+    tmp, _result = trained
+    metrics = json.loads((tmp / "run" / "metrics.json").read_text())
+    flat = json.dumps(metrics)
+    for key in ("test/abstract_boundary_f1", "test/fixed_chunks_abstract_boundary_f1",
+                "test/verb_change_abstract_boundary_f1", "val/abstract_boundary_f1", "test/abstract_invalid_rate"):
+        assert key in flat, key
+    rows = [json.loads(line) for line in (tmp / "run" / "predictions" / "test.jsonl").read_text().splitlines()]
+    assert rows and all(r["prompt"] == "abstract" and ("groups" in r or "text" in r) for r in rows)
+
+
+def test_the_trained_adapter_abstracts_days_with_the_local_backend(trained, tmp_path, capsys):
+    tmp, _result = trained
+    l1 = [e for e in load_jsonl(tmp / "events.jsonl", Event) if e.level == 1][:60]  # part of one day
+    write_jsonl(tmp_path / "l1.jsonl", l1)
+    args = ["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "h"), "--levels", "3",
+            "--model", str(tmp / "run"), "--max-events", "12", "--overlap", "3", "--retries", "1",
+            "--max-new-tokens", "64"]
+    assert main(args) in (0, 1)
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{\n"):])
+    assert report["days"] == 1 and report["days_ok"] + report["days_failed"] == 1
+    assert report["prompt"]["name"] == "abstract" and report["adapter"].endswith(".adapter")
+    assert report["model_calls"] >= 1 and report["cache_misses"] == report["model_calls"]
+    for failure in report["failures"]:
+        assert failure["kind"] == "output" and "invalid replies" in failure["reason"] and failure["raw"] is not None
+    events = load_jsonl(tmp_path / "h" / "events.jsonl", Event) if report["days_ok"] else []
+    assert check_hierarchy(events).ok
+    assert main([*args, "--retry-failed"]) in (0, 1)  # failed days asked again: answered from the cache
+    out = capsys.readouterr().out
+    again = json.loads(out[out.index("{\n"):])
+    assert again["cache_misses"] == 0 and again["days_done_now"] == report["days_failed"]
