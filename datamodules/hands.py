@@ -124,8 +124,10 @@ class HandsDataModule(TaskDataModule):
         if not (out / "clips.jsonl").is_file():
             from egohorizon.data.demo.hands import build_hand_clips
 
+            held_out = max(1, round(0.15 * self.demo_days))  # validation days, and as many test days
             log.info("demo hand clips: %s", build_hand_clips(out, seed=self.seed, days=self.demo_days,
-                                                             clips_per_day=self.demo_clips_per_day))
+                                                             clips_per_day=self.demo_clips_per_day,
+                                                             val_days=held_out, test_days=held_out))
         return out
 
     def prepare(self) -> None:

@@ -221,7 +221,10 @@ def build_hand_clips(out: str | Path, *, seed: int = 0, days: int = 20, clips_pe
     """Write clips.jsonl, boxes.jsonl, segments.jsonl and split.json under ``out``; returns counts.
     Held-out days are drawn with ``seed``; every clip of a day shares its split."""
     from egohorizon.data.splits import DaySplit
+    from egohorizon.errors import ConfigError
 
+    if val_days + test_days >= days:
+        raise ConfigError(f"hand clips: {val_days} validation + {test_days} test days leave no training day of {days}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     names = [f"2024-05-{d + 1:02d}" for d in range(days)]

@@ -1,0 +1,143 @@
+"""The hands task (parse, map back, score next to the baselines), the hands datamodule (frames at a
+configured rate, targets in the processor image's pixels) and, slow, ``train.py task=hands``."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from egohorizon.backbones.boxes import ResizeMapping
+from egohorizon.errors import ConfigError
+from egohorizon.tasks import get_task
+from egohorizon.tasks.hands import HandItem
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT))  # datamodules/ lives at the repository root, as train.py sees it
+
+
+def _item() -> HandItem:
+    boxes = [{"frame": f, "hand": "left", "box": [10, 10, 50, 50], "grid": 30} for f in (0, 30, 60)]
+    boxes += [{"frame": 30, "hand": "right", "box": [200, 100, 240, 140], "grid": 30}]
+    segments = [{"kind": "subtask", "hand": None, "start": 0, "end": 2, "label": "make tea"},
+                {"kind": "hand_action", "hand": "left", "start": 0, "end": 2, "label": "hold cup"},
+                {"kind": "hand_caption", "hand": "left", "start": 0, "end": 2, "label": "the left hand holds the cup"}]
+    return HandItem(id="c1", boxes=boxes, segments=segments, frame_times=[0, 1, 2], original=(240, 320),
+                    resized=(96, 144))
+
+
+def test_parse_maps_model_pixels_back_to_the_frame():
+    task = get_task("hands")
+    parsed = task.parse(["0s left [9,8,18,20]\nsubtask 0-2 make tea\nnonsense"], _item())
+    # 320 x 240 -> 144 x 96: sx = 0.45, sy = 0.4
+    assert parsed["boxes"] == [{"clip": "c1", "t": 0.0, "hand": "left", "box": [20.0, 20.0, 40.0, 50.0]}]
+    assert parsed["segments"][0]["label"] == "make tea" and parsed["invalid"] == 1
+    with pytest.raises(ValueError, match="frame sizes"):
+        task.parse(["x"], None)
+
+
+def test_evaluate_perfect_empty_and_baselines():
+    task = get_task("hands")
+    item = _item()
+    mapping = ResizeMapping(item.original, item.resized)
+    text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
+                     + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
+                        "caption left 0-2 the left hand holds the cup"])
+    evaluation = task.evaluate([item], {"c1": task.parse([text], item)}, "val",
+                               baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+    metrics = evaluation.metrics
+    # left: every annotated frame 0, 30, 60 hit; right: frame 30 hit (centre 220, 120); 4 / 4
+    assert metrics["val/hands_chf"] == 1.0
+    assert metrics["val/hands_subtask_psj"] == 1.0 and metrics["val/hands_caption_psj"] == 1.0
+    assert metrics["val/hands_action_psj"] == 0.0  # "take cup" is not the verb of "hold cup"
+    assert metrics["val/hands_score"] == pytest.approx(0.75)
+    assert metrics["val/mediapipe_hands_chf"] == 0.0  # one box at frame 30, not in the gold box
+    assert metrics["val/most_common_whole_hands_subtask_psj"] == 1.0
+    rows = task.summary_rows(evaluation)
+    assert {(r["annotation"], r["predictor"]) for r in rows} >= {("boxes", "model"), ("boxes", "mediapipe"),
+                                                                ("subtask", "generic_whole")}
+    assert "Held-out test days: hands" in task.format_summary(rows)
+
+    empty = task.evaluate([item], {}, "test")
+    assert empty.metrics["test/hands_chf"] == 0.0 and empty.report["missing"] == 1
+    assert task.prediction_fields(None) is None
+
+
+def test_frame_times_follow_the_rate():
+    from datamodules.hands import frame_times
+
+    assert frame_times(6.0, 1.0) == [0, 1, 2, 3, 4, 5]
+    assert frame_times(2.0, 2.0) == [0, 0.5, 1, 1.5]
+    assert frame_times(6.0, 0.5) == [0, 2, 4]
+    with pytest.raises(ConfigError, match="data.fps"):
+        frame_times(6.0, 0)
+
+
+@pytest.fixture(scope="module")
+def datamodule(tmp_path_factory):
+    from datamodules.hands import HandsDataModule
+    from egohorizon.backbones import TinyBackbone
+    from egohorizon.data.demo.hands import build_hand_clips
+
+    folder = tmp_path_factory.mktemp("hands")
+    build_hand_clips(folder, days=3, clips_per_day=2, val_days=1, test_days=1)
+    data = HandsDataModule(clips_dir=str(folder), fps=2.0, mediapipe_baseline=False)
+    data.prepare()
+    backbone = TinyBackbone(cache_dir=str(tmp_path_factory.mktemp("tiny")), hidden_size=32, intermediate_size=64,
+                            num_layers=1, num_heads=2, num_kv_heads=1, vocab_size=300)
+    backbone.prepare(corpus=data.training_corpus)
+    data.set_tokenizer(backbone.load_tokenizer())
+    data.set_processor(backbone.load_processor())
+    return data
+
+
+def test_gold_targets_score_perfectly_on_segments_and_nearly_on_boxes(datamodule):
+    from datamodules.hands import HandClipSamples
+
+    assert {k: len(v) for k, v in datamodule.by_split.items()} == {"train": 2, "val": 2, "test": 2}
+    assert datamodule.mapping.original == (240, 320)
+    items = list(datamodule.eval_items("val").values())
+    samples = HandClipSamples(items, datamodule.clips, datamodule.mapping, None)
+    task = get_task("hands")
+    predictions = {}
+    for i, item in enumerate(items):
+        sample = samples[i]
+        assert len(sample["images"]) == len(item.frame_times) == 12  # 6 s at 2 frames per second
+        assert sample["text"].count("<|image_pad|>") == 12
+        assert f"{datamodule.mapping.resized[1]} x {datamodule.mapping.resized[0]} pixels" in sample["text"]
+        predictions[item.id] = task.parse([sample["target"]], item)
+        assert predictions[item.id]["invalid"] == 0
+    metrics = task.evaluate(items, predictions, "val").metrics
+    assert metrics["val/hands_subtask_psj"] == 1.0 and metrics["val/hands_action_psj"] == 1.0
+    assert metrics["val/hands_caption_psj"] == 1.0
+    # boxes written at 2 fps and interpolated to the 10 fps gold, through whole model pixels and back
+    assert metrics["val/hands_chf"] > 0.8
+
+
+def test_a_batch_goes_through_the_collator(datamodule):
+    batch = next(iter(datamodule.val_dataloader()))
+    assert len(batch["ids"]) == 2 and batch["image_grid_thw"].shape[0] == 24
+    assert (batch["labels"] != -100).any()
+
+
+@pytest.mark.slow
+def test_train_py_runs_the_hands_task(tmp_path):
+    run = tmp_path / "run"
+    command = [sys.executable, "train.py", "task=hands", "experiment=hands_demo", "logger=csv",
+               f"paths.run_dir={run}", f"data.demo_dir={tmp_path / 'clips'}", "data.demo_days=3",
+               "data.demo_clips_per_day=4", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
+               "model.generation.max_new_tokens=32", "model.generation.num_beams=1",
+               "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
+               "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
+               f"paths.cache_dir={tmp_path / 'cache'}"]
+    done = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    outputs = json.loads((run / "metrics.json").read_text())
+    val = outputs["metrics"]["val"] if "metrics" in outputs else outputs["val"]
+    for key in ("val/hands_score", "val/hands_chf", "val/mediapipe_hands_chf",
+                "val/generic_whole_hands_subtask_psj", "val/hands_invalid"):
+        assert key in val, sorted(val)
+    assert "Held-out test days: hands" in outputs["summary_text"]
