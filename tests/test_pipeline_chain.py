@@ -157,3 +157,34 @@ def test_a_chain_killed_while_abstracting_resumes_with_identical_outputs(referen
     records = [json.loads(line) for line in days.read_text().splitlines()]
     assert len({r["day"] for r in records}) == len(records) == n_days  # each day abstracted once
     assert outputs(run) == outputs(reference_run)
+
+
+def test_recordings_come_from_a_folder_or_a_manifest_with_clear_errors(tmp_path):
+    from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.chain import ChainSettings
+    from egohorizon.pipelines.chain_stages import recording_entries
+
+    (tmp_path / "a" / "b").mkdir(parents=True)
+    (tmp_path / "a" / "b" / "recording.vrs").write_bytes(b"")
+    (tmp_path / "a" / "clip.mp4").write_bytes(b"")
+    entries = recording_entries(ChainSettings(recordings=str(tmp_path / "a"), participant="me"))
+    assert [Path(e["path"]).name for e in entries] == ["recording.vrs", "clip.mp4"]  # sorted by path
+    assert {e["participant"] for e in entries} == {"me"}
+    manifest = tmp_path / "m.jsonl"
+    manifest.write_text('{"path": "a/clip.mp4", "participant": "p2", "start_time": 5}\n\n{"file": "x"}\n')
+    with pytest.raises(ConfigError, match=r"m\.jsonl:3: field 'path'"):
+        recording_entries(ChainSettings(recordings=str(manifest)))
+    manifest.write_text('{"path": "a/clip.mp4", "participant": "p2", "start_time": 5}\n')
+    [entry] = recording_entries(ChainSettings(recordings=str(manifest)))
+    assert entry == {"path": str(tmp_path / "a" / "clip.mp4"), "participant": "p2", "start_time": 5}
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ConfigError, match="no .vrs or video files"):
+        recording_entries(ChainSettings(recordings=str(tmp_path / "empty")))
+    with pytest.raises(ConfigError, match="no such folder or manifest"):
+        recording_entries(ChainSettings(recordings=str(tmp_path / "missing")))
+
+
+def test_the_command_wants_recordings_or_demo(capsys):
+    args = ["pipeline", "--out", "/tmp/unused", "--captioner", "c", "--abstractor", "a"]
+    assert main(args) == 2
+    assert "either RECORDINGS or --demo" in capsys.readouterr().err
