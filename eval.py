@@ -1,4 +1,5 @@
-"""Evaluate forecasters and baselines on held-out points: ``python eval.py ckpt=RUN_OR_ADAPTER``.
+"""Evaluate forecasters and baselines on held-out points: ``python eval.py ckpt=RUN_OR_ADAPTER``; any
+other task's adapter with ``python eval.py task=caption ckpt=...``.
 
 A thin Hydra entry point; the work is in ``egohorizon.run_eval``. See conf/eval.yaml, and
 ``python eval.py +sweep=context`` / ``+sweep=levels`` for the two studies.
@@ -18,7 +19,6 @@ from omegaconf import DictConfig
 def main(cfg: DictConfig) -> None:
     from egohorizon.errors import EgohorizonError
     from egohorizon.run import evaluate
-    from egohorizon.run_eval import format_rows
 
     try:
         result = evaluate(cfg)
@@ -27,8 +27,8 @@ def main(cfg: DictConfig) -> None:
     if "sweep" in result:
         print(f"{result['sweep']} study: table {result['table']}, plot {result['plot']}")
     else:
-        print(f"{result['split']} split, {result['n_points']} points, predictors {result['predictors']}")
-        print(format_rows(result["rows"]))
+        print(f"{result['task']}: {result['split']} split, {result['n_points']} items, predictors {result['predictors']}")
+        print(result["text"])
     print(f"run folder: {result['run_dir']}")
 
 

@@ -1,11 +1,13 @@
-"""Side-by-side comparison of several checkpoints scored on the same held-out points.
+"""Side-by-side comparison of several checkpoints of one task scored on the same held-out items.
 
-Input: one scored evaluation per checkpoint (the SPEC §6 forecast report and its repeat-last baseline,
-as ``egohorizon.tasks.forecast.evaluate`` returns them). Output: a table with one row per
-checkpoint and (source, level, K) group plus the baselines (repeat-last-K, random), PNG plots of S_norm
-and S per level and K, a JSON file, an HTML page, and optionally one W&B run holding the same.
+Input: one scored evaluation per checkpoint (``egohorizon.tasks``' ``Evaluation``), turned into a
+``CompareEntry`` by the checkpoint's task. Output: a table with one row per checkpoint and group plus
+the task's baselines, one PNG per figure the task plots, a JSON file, an HTML page, and optionally
+one W&B run holding the same.
 
-Scoring is not done here: this module only arranges numbers that ``score_forecasts`` produced.
+Nothing here knows a task: the columns, rows, plotted figures, reference lines and the page's reading
+guide all come from the task (``Task.compare_rows`` and its neighbours in tasks/base.py). Scoring is
+not done here either: this module only arranges numbers the task's evaluation produced.
 """
 
 from __future__ import annotations
@@ -19,66 +21,86 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import DataError
+from egohorizon.tasks import Evaluation, Task, get_task
 
 log = logging.getLogger(__name__)
 
-REPEAT_LAST, RANDOM = "repeat-last-K", "random"
-COLUMNS = ["checkpoint", "step", "source", "level", "k", "n", "S", "S_norm", "invalid", "S_rand"]
+MODEL = "model"  # the predictor name of a checkpoint's own rows in Task.compare_rows
 
 
 @dataclass
 class CompareEntry:
     label: str                 # shown in tables and legends
-    path: str                  # the checkpoint (or run folder) it came from
+    path: str                  # the checkpoint (or adapter) it came from
     global_step: int | None
-    report: dict[str, Any]     # SPEC §6 forecast report: overall, groups, per_point
-    baselines: dict[str, Any] = field(default_factory=dict)  # {"repeat_last": report without per_point}
+    task: str                  # the egohorizon.tasks name it was evaluated with
+    rows: list[dict[str, Any]] = field(default_factory=list)  # Task.compare_rows: model, then baselines
+    item_ids: list[str] = field(default_factory=list)         # the items scored (Task.item_ids)
+    eval_dir: str | None = None  # its evaluation's folder (predictions, report), when evaluated here
+
+
+def entry_from_evaluation(label: str, path: str, global_step: int | None, task: Task,
+                          evaluation: Evaluation, eval_dir: str | None = None) -> CompareEntry:
+    return CompareEntry(label=label, path=path, global_step=global_step, task=task.name,
+                        rows=task.compare_rows(evaluation), item_ids=task.item_ids(evaluation), eval_dir=eval_dir)
 
 
 # -- the table ---------------------------------------------------------------------------------------
 
-def check_same_points(entries: Sequence[CompareEntry]) -> None:
-    """Every checkpoint must have been scored on the same points, or the comparison means nothing."""
+def check_comparable(entries: Sequence[CompareEntry]) -> None:
+    """One task, and every checkpoint scored on the same items, or the comparison means nothing."""
     if not entries:
         raise DataError("compare: no checkpoints to compare")
-    reference = _point_ids(entries[0])
+    tasks = {entry.task for entry in entries}
+    if len(tasks) > 1:
+        listed = ", ".join(f"{e.label} ({e.task})" for e in entries)
+        raise DataError(f"compare: checkpoints of different tasks ({listed}); compare one task at a time")
+    reference = set(entries[0].item_ids)
     for entry in entries[1:]:
-        ids = _point_ids(entry)
+        ids = set(entry.item_ids)
         if ids != reference:
-            raise DataError(f"compare: {entry.label} was scored on {len(ids)} points, {entries[0].label} on "
-                            f"{len(reference)}; {len(ids ^ reference)} differ (evaluate them on one --points file)")
+            raise DataError(f"compare: {entry.label} was scored on {len(ids)} items, {entries[0].label} on "
+                            f"{len(reference)}; {len(ids ^ reference)} differ (evaluate them on the same "
+                            "held-out items: one --points file, one data config)")
 
 
-def _point_ids(entry: CompareEntry) -> set[str]:
-    return {row["id"] for row in entry.report.get("per_point", [])}
+def table_columns(task: Task) -> list[str]:
+    return ["checkpoint", "step", *task.compare_groups, "n", *task.compare_metrics]
 
 
 def comparison_rows(entries: Sequence[CompareEntry]) -> list[dict[str, Any]]:
-    """One row per checkpoint and group ("overall" first), then the two baselines' rows.
+    """Every checkpoint's rows, then the baselines' rows (named by the task).
 
-    The baselines come from the first entry: with the same points and seed every entry has the same
-    repeat-last score and the same random draws (``check_same_points`` has made sure of the points).
+    The baselines come from the first entry: on the same items every entry scores the same baselines
+    (``baseline_notes`` says where they do not, e.g. runs trained on different days).
     """
-    check_same_points(entries)
+    check_comparable(entries)
     rows = []
     for entry in entries:
-        rows += _report_rows(entry.label, entry.global_step, entry.report)
-    first = entries[0]
-    repeat = first.baselines.get("repeat_last")
-    if repeat:
-        rows += _report_rows(REPEAT_LAST, None, repeat)
-    for row in _report_rows(RANDOM, None, first.report):
-        # The random baseline's S is S_rand and, by the definition of S_norm, its S_norm is 0.
-        rows.append({**row, "S": row["S_rand"], "S_norm": 0.0 if row["S_rand"] is not None else None,
-                     "invalid": 0})
+        rows += [_row(entry.label, entry.global_step, r, False) for r in entry.rows if r["predictor"] == MODEL]
+    rows += [_row(r["predictor"], None, r, True) for r in entries[0].rows if r["predictor"] != MODEL]
     return rows
 
 
-def _report_rows(label: str, step: int | None, report: dict[str, Any]) -> list[dict[str, Any]]:
-    groups = [{"source": "all", "level": "all", "k": "all", **report["overall"]}] + list(report["groups"])
-    return [{"checkpoint": label, "step": step, "source": g["source"], "level": g["level"], "k": g["k"],
-             "n": g["n"], "S": g.get("S"), "S_norm": g.get("S_norm"), "invalid": g.get("invalid"),
-             "S_rand": g.get("S_rand")} for g in groups]
+def _row(checkpoint: str, step: int | None, row: dict[str, Any], baseline: bool) -> dict[str, Any]:
+    return {"checkpoint": checkpoint, "step": step, **{k: v for k, v in row.items() if k != "predictor"},
+            "baseline": baseline}
+
+
+def baseline_notes(entries: Sequence[CompareEntry]) -> list[str]:
+    """A line per checkpoint whose baselines differ from the first one's (the table shows the first's)."""
+    first = [r for r in entries[0].rows if r["predictor"] != MODEL]
+    notes = []
+    for entry in entries[1:]:
+        if [r for r in entry.rows if r["predictor"] != MODEL] != first:
+            notes.append(f"The baselines scored beside {entry.label} differ from those beside {entries[0].label} "
+                         "(shown): they depend on what the run's data holds, e.g. its training days.")
+            log.warning(notes[-1])
+    return notes
+
+
+def is_overall(row: dict[str, Any], task: Task) -> bool:
+    return all(row[c] == "all" for c in task.compare_groups)
 
 
 def checkpoint_labels(paths: Sequence[str | Path]) -> list[str]:
@@ -101,15 +123,15 @@ def checkpoint_labels(paths: Sequence[str | Path]) -> list[str]:
 
 # -- plots -------------------------------------------------------------------------------------------
 
-def plot_comparison(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list[Path]:
-    """``S_norm.png`` and ``S.png`` (see ``comparison_figure``). Returns the files written."""
+def plot_comparison(rows: Sequence[dict[str, Any]], task: Task, out_dir: str | Path) -> list[Path]:
+    """``<figure>.png`` for each of the task's ``plot_metrics`` (see ``comparison_figure``)."""
     import matplotlib.pyplot as plt
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for metric in ("S_norm", "S"):
-        fig = comparison_figure(rows, metric)
+    for metric in task.plot_metrics:
+        fig = comparison_figure(rows, task, metric)
         path = out_dir / f"{metric}.png"
         fig.savefig(path, dpi=110, bbox_inches="tight")
         plt.close(fig)
@@ -117,101 +139,105 @@ def plot_comparison(rows: Sequence[dict[str, Any]], out_dir: str | Path) -> list
     return written
 
 
-def comparison_figure(rows: Sequence[dict[str, Any]], metric: str):
-    """A matplotlib figure of ``metric`` ("S_norm" or "S"): per level one panel, K on the x axis, one
-    bar per checkpoint and baseline; on S_norm panels the random baseline (0) is a dashed line."""
+def comparison_figure(rows: Sequence[dict[str, Any]], task: Task, metric: str):
+    """A matplotlib figure of ``metric``: one bar per checkpoint and baseline for each value of the
+    task's last group column (the x axis), one panel per value of the other group columns. Overall
+    rows are left out when the report has groups. The task's reference level for the figure (chance)
+    is a dashed line kept inside the plot."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display on a cluster node
     import matplotlib.pyplot as plt
 
-    group_rows = [r for r in rows if r["level"] != "all"]
+    if not task.compare_groups:
+        raise DataError(f"compare: the {task.name} task names no group columns to plot")
+    *panel_keys, x_key = task.compare_groups
+    group_rows = [r for r in rows if not is_overall(r, task)] or list(rows)
     if not group_rows:
-        raise DataError("compare: the reports hold no (level, K) groups to plot")
+        raise DataError("compare: no rows to plot")
+    reference = task.plot_reference.get(metric)
     series = [c for c in dict.fromkeys(r["checkpoint"] for r in group_rows)
-              if not (metric == "S_norm" and c == RANDOM)]  # random's S_norm is 0: drawn as a line
-    panels = sorted({(r["source"], r["level"]) for r in group_rows}, key=str)
+              if not (reference is not None and all(r[metric] == reference[0]
+                                                    for r in group_rows if r["checkpoint"] == c))]
+    panels = sorted({tuple(r[k] for k in panel_keys) for r in group_rows}, key=str)
     fig, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels) + 1, 3.8), squeeze=False)
-    for ax, (source, level) in zip(axes[0], panels):
-        _bar_panel(ax, [r for r in group_rows if (r["source"], r["level"]) == (source, level)], series, metric)
-        ax.set_title(f"level {level}" + (f" ({source})" if len({p[0] for p in panels}) > 1 else ""))
-    axes[0][0].set_ylabel(metric + (" (0 = chance, 1 = perfect)" if metric == "S_norm" else " (raw)"))
+    for ax, panel in zip(axes[0], panels):
+        chosen = [r for r in group_rows if tuple(r[k] for k in panel_keys) == panel]
+        _bar_panel(ax, chosen, series, metric, x_key, reference)
+        ax.set_title(", ".join(f"{k} {v}" for k, v in zip(panel_keys, panel)) or task.name)
+    axes[0][0].set_ylabel(metric)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def _bar_panel(ax, rows: list[dict[str, Any]], series: list[str], metric: str) -> None:
-    ks = sorted({r["k"] for r in rows})
+def _bar_panel(ax, rows: list[dict[str, Any]], series: list[str], metric: str, x_key: str,
+               reference: tuple[float, str] | None) -> None:
+    xs_values = sorted({r[x_key] for r in rows}, key=str)
     width = 0.8 / max(len(series), 1)
     for i, name in enumerate(series):
-        values = {r["k"]: r[metric] for r in rows if r["checkpoint"] == name}
-        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(ks))]
-        heights = [values.get(k) if values.get(k) is not None else 0.0 for k in ks]
-        hatch = "//" if name in (REPEAT_LAST, RANDOM) else None
+        values = {r[x_key]: r[metric] for r in rows if r["checkpoint"] == name}
+        xs = [j + (i - (len(series) - 1) / 2) * width for j in range(len(xs_values))]
+        heights = [values.get(x) if values.get(x) is not None else 0.0 for x in xs_values]
+        hatch = "//" if any(r["baseline"] for r in rows if r["checkpoint"] == name) else None
         bars = ax.bar(xs, heights, width=width, label=name, hatch=hatch, edgecolor="black", linewidth=0.4)
         ax.bar_label(bars, fmt="%.2f", fontsize=6, padding=1)
-    if metric == "S_norm":
-        # Bars stick to 0, so with every S_norm >= 0 autoscaling puts the x axis exactly on the random
-        # line and hides it: keep 0 a margin inside the plot, and draw the line above spine and bars.
-        ax.axhline(0.0, color="black", linestyle="--", linewidth=0.8, label="random (chance)", zorder=3)
+    if reference is not None:
+        # Bars stick to the reference (0), so autoscaling would put the x axis exactly on its line and
+        # hide it: keep it a margin inside the plot, and draw the line above spine and bars.
+        level, label = reference
+        ax.axhline(level, color="black", linestyle="--", linewidth=0.8, label=label, zorder=3)
         low, high = ax.get_ylim()
         margin = 0.06 * max(high - low, 0.1)
-        ax.set_ylim(min(low, -margin), max(high, margin))
-    ax.set_xticks(range(len(ks)), [f"K={k}" for k in ks])
+        ax.set_ylim(min(low, level - margin), max(high, level + margin))
+    ax.set_xticks(range(len(xs_values)), [f"{x_key}={x}" for x in xs_values])
     ax.grid(axis="y", alpha=0.3)
 
 
-def page_title(n_checkpoints: int) -> str:
-    return f"Checkpoint comparison ({n_checkpoints} checkpoint{'' if n_checkpoints == 1 else 's'})"
+def page_title(n_checkpoints: int, task: str | None = None) -> str:
+    what = f"{task} checkpoint" if task else "checkpoint"
+    return f"Checkpoint comparison ({n_checkpoints} {what}{'' if n_checkpoints == 1 else 's'})"
 
 
 # -- files -------------------------------------------------------------------------------------------
 
 def write_json(entries: Sequence[CompareEntry], rows: Sequence[dict[str, Any]], out_dir: Path,
                extra: dict[str, Any] | None = None) -> Path:
-    data = {"checkpoints": [{"label": e.label, "path": e.path, "global_step": e.global_step} for e in entries],
+    data = {"task": entries[0].task if entries else None,
+            "checkpoints": [{"label": e.label, "path": e.path, "global_step": e.global_step,
+                             **({"eval_dir": e.eval_dir} if e.eval_dir else {})} for e in entries],
             "rows": list(rows), **(extra or {})}
     path = out_dir / "comparison.json"
     path.write_text(json.dumps(data, indent=2, default=str) + "\n")
     return path
 
 
-READING_GUIDE = """
-<p><b>How to read this.</b> Every checkpoint was scored on the same held-out points: S is the soft
-edit-distance score of the best of N candidate trajectories (1 = the K predicted actions match the K
-true ones in meaning and order). S_norm = (S &minus; S_rand) / (1 &minus; S_rand), where S_rand is the mean
-S of random guesses (K events drawn at random from the evaluated events of the same source and level):
-0 is chance (the dashed line), 1 is perfect, below 0 is worse than chance. A checkpoint is useful
-where its S_norm is clearly above 0 and above repeat-last-K (the last K events of the context, a strong
-baseline for routines). "invalid" counts points whose output could not be parsed (scored 0); a rising
-invalid count explains a falling S. Compare rows with the same level and K only: longer horizons
-(larger K) and coarser levels score differently by nature.</p>
-"""
-
-
-def write_html(rows: Sequence[dict[str, Any]], plots: Sequence[Path], out_dir: Path, title: str,
+def write_html(rows: Sequence[dict[str, Any]], task: Task, plots: Sequence[Path], out_dir: Path, title: str,
                notes: Sequence[str] = ()) -> Path:
+    columns = table_columns(task)
+
     def cell(value: Any) -> str:
         if isinstance(value, float):
             return f"{value:.4f}"
         return html.escape("" if value is None else str(value))
 
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in columns)
     body = []
     for row in rows:
-        kind = "baseline" if row["checkpoint"] in (REPEAT_LAST, RANDOM) else ""
-        body.append(f'<tr class="{kind}">' + "".join(f"<td>{cell(row[c])}</td>" for c in COLUMNS) + "</tr>")
+        kind = "baseline" if row["baseline"] else ""
+        body.append(f'<tr class="{kind}">' + "".join(f"<td>{cell(row.get(c))}</td>" for c in columns) + "</tr>")
     images = "".join(f'<figure><img src="{html.escape(p.name)}" alt="{html.escape(p.stem)}">'
-                     f"<figcaption>{html.escape(p.stem)} per level and K</figcaption></figure>" for p in plots)
+                     f"<figcaption>{html.escape(p.stem)} per {html.escape(', '.join(task.compare_groups))}"
+                     "</figcaption></figure>" for p in plots)
+    guide = f"<p><b>How to read this.</b> {html.escape(task.compare_guide)}</p>" if task.compare_guide else ""
     page = f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:sans-serif;margin:2em;max-width:80em}} table{{border-collapse:collapse}}
 td,th{{border:1px solid #ccc;padding:2px 8px;text-align:right}} tr.baseline{{color:#666;font-style:italic}}
 img{{max-width:100%}}</style></head><body>
 <h1>{html.escape(title)}</h1>
-{READING_GUIDE}
+{guide}
 {''.join(f'<p>{html.escape(n)}</p>' for n in notes)}
 {images}
 <h2>Scores</h2>
@@ -223,42 +249,85 @@ img{{max-width:100%}}</style></head><body>
     return path
 
 
+def headline_lines(rows: Sequence[dict[str, Any]], task: Task) -> list[str]:
+    """One printed line per checkpoint and baseline: its overall figures."""
+    lines = []
+    for row in rows:
+        if is_overall(row, task):
+            figures = "  ".join(f"{m} {_shown(row.get(m))}" for m in task.compare_metrics)
+            lines.append(f"{row['checkpoint']:>32}  n {row['n']}  {figures}")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
 # -- W&B ---------------------------------------------------------------------------------------------
 
-def log_to_wandb(rows: Sequence[dict[str, Any]], plots: Sequence[Path], out_dir: Path, project: str | None,
-                 name: str, offline: bool, config: dict[str, Any] | None = None) -> str:
-    """One W&B run with the table, a bar chart of S_norm per (level, K), the PNGs and a summary per
-    checkpoint. Offline (files under ``out_dir/wandb``, ``wandb sync`` later) unless told otherwise.
-    Returns the run's folder."""
+def log_to_wandb(rows: Sequence[dict[str, Any]], task: Task, plots: Sequence[Path], out_dir: Path,
+                 project: str | None, name: str, offline: bool, config: dict[str, Any] | None = None) -> str:
+    """One W&B run with the table (``compare/table``), a bar chart of the headline figure per group,
+    the PNGs and a summary per checkpoint. Offline (files under ``out_dir/wandb``, ``wandb sync``
+    later) unless told otherwise. Returns the run's folder."""
     import wandb
 
+    columns = table_columns(task)
+    # W&B tables want one type per column: "all" sits beside numbers in group columns, so those are text.
+    as_text = {"checkpoint", "step", *task.compare_groups}
     run = wandb.init(project=project or "egohorizon", name=name, job_type="compare", dir=str(out_dir),
                      mode="offline" if offline else "online", config=config or {}, reinit="finish_previous")
     try:
-        # W&B tables want one type per column: "all" sits beside numbers in level/k, so those are text.
-        as_text = {"checkpoint", "step", "source", "level", "k"}
-        table = wandb.Table(columns=COLUMNS, data=[[_cell(row[c], c in as_text) for c in COLUMNS] for row in rows])
+        table = wandb.Table(columns=columns, data=[[_cell(row.get(c), c in as_text) for c in columns] for row in rows])
         logged: dict[str, Any] = {"compare/table": table}
         for path in plots:
             logged[f"compare/{path.stem}"] = wandb.Image(str(path))
-        for (level, k) in sorted({(r["level"], r["k"]) for r in rows if r["level"] != "all"}, key=str):
-            picked = [r for r in rows if (r["level"], r["k"]) == (level, k) and r["S_norm"] is not None]
-            bars = wandb.Table(columns=["checkpoint", "S_norm"],
-                               data=[[f"{r['checkpoint']} [{r['source']}]", r["S_norm"]] for r in picked])
-            logged[f"compare/S_norm_L{level}_K{k}"] = wandb.plot.bar(bars, "checkpoint", "S_norm",
-                                                                     title=f"S_norm, level {level}, K={k}")
+        headline = task.plot_metrics[0] if task.plot_metrics else None
+        names = group_names(rows, task)
+        if headline:
+            for key, group in names.items():
+                picked = [r for r in rows if _key(r, task) == key and r.get(headline) is not None]
+                bars = wandb.Table(columns=["checkpoint", headline],
+                                   data=[[r["checkpoint"], r[headline]] for r in picked])
+                logged[f"compare/{headline}_{group}"] = wandb.plot.bar(bars, "checkpoint", headline,
+                                                                       title=f"{headline}, {group}")
         run.log(logged)
         for row in rows:
-            suffix = "" if row["level"] == "all" else f"_L{row['level']}_K{row['k']}"
-            for metric in ("S", "S_norm"):
-                if row[metric] is not None:
+            suffix = "" if is_overall(row, task) else f"_{names[_key(row, task)]}"
+            for metric in task.compare_metrics:
+                if isinstance(row.get(metric), (int, float)):
                     run.summary[f"{row['checkpoint']}/{metric}{suffix}"] = row[metric]
         return str(Path(run.dir).parent)
     finally:
         run.finish()
 
 
+def group_names(rows: Sequence[dict[str, Any]], task: Task) -> dict[tuple, str]:
+    """Each group's short name for W&B keys (``Task.group_prefixes``): forecast "L3_K1" (with the
+    source first where the rows hold several), caption the source."""
+    keys = list(dict.fromkeys(_key(r, task) for r in rows if not is_overall(r, task)))
+    varying = {c for i, c in enumerate(task.compare_groups) if len({k[i] for k in keys}) > 1}
+    names = {}
+    for key in keys:
+        parts = [f"{task.group_prefixes.get(c, '')}{v}" for c, v in zip(task.compare_groups, key)
+                 if c in task.group_prefixes or c in varying]
+        names[key] = "_".join(parts) or "_".join(str(v) for v in key)
+    return names
+
+
+def _key(row: dict[str, Any], task: Task) -> tuple:
+    return tuple(row[c] for c in task.compare_groups)
+
+
 def _cell(value: Any, as_text: bool) -> Any:
     if as_text:
         return "" if value is None else str(value)
     return None if value is None else float(value)
+
+
+def task_of(entries: Sequence[CompareEntry]) -> Task:
+    """The task the entries share (``check_comparable`` has made sure there is one)."""
+    check_comparable(entries)
+    return get_task(entries[0].task)

@@ -1,9 +1,13 @@
-"""``egohorizon compare``: evaluate several checkpoints on one set of held-out points, then tabulate.
+"""``egohorizon compare``: evaluate several checkpoints of one task on the same held-out items, then
+tabulate.
 
-Each checkpoint is evaluated by ``eval.py``'s own code (``egohorizon.run_eval``: adapter onto its
-base model, generation through Lightning's test loop, scoring by ``GenerationEvalCallback``), composed
-from ``conf/eval.yaml`` with ``ckpt=<adapter>`` and ``points=<file>``, so a row here is exactly what
-``python eval.py ckpt=... points=...`` reports. Checkpoints without an adapter folder beside them
+The task comes from each checkpoint's run folder (``eval_task`` in the resolved ``config.yaml``
+train.py writes there); checkpoints of different tasks are refused. Each checkpoint is evaluated by
+``eval.py``'s own code (``egohorizon.run_eval``: adapter onto its base model, generation through
+Lightning, scoring by ``GenerationEvalCallback`` with the task), composed from ``conf/eval.yaml`` with
+``task=<task>``, ``ckpt=<adapter>``, the first run's data settings (which fix the items: shards, day
+split, levels) and, for forecasting, ``points=<file>``, so a row here is exactly what ``python eval.py
+task=... ckpt=...`` reports. Checkpoints without an adapter folder beside them
 (DeepSpeed ZeRO runs) are exported first (``egohorizon.run_export``). The table, plots, page and W&B
 run are ``egohorizon.compare``'s.
 
@@ -21,7 +25,7 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
-from egohorizon.compare import CompareEntry, checkpoint_labels
+from egohorizon.compare import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -38,16 +42,95 @@ def conf_dir() -> Path:
     return path
 
 
-def default_points(targets: list[str]) -> Path:
-    """The held-out test points of the first run folder among ``targets`` (``<run>/points/points_test.jsonl``)."""
+def default_points(targets: list[str]) -> Path | None:
+    """The held-out test points of the first run folder among ``targets`` that saved some
+    (``<run>/points/points_test.jsonl``, a forecast run); None when none did (the items then come from
+    the first run's data config)."""
     for target in targets:
-        path = Path(target)
-        for run in (path, path.parent.parent if path.parent.name == "checkpoints" else path.parent):
-            candidate = run / "points" / "points_test.jsonl"
-            if candidate.is_file():
-                return candidate
-    raise ConfigError("compare: no --points given and no run folder with points/points_test.jsonl among the "
-                      "checkpoints; pass --points FILE")
+        run = run_dir_of_target(target)
+        if run is not None and (run / "points" / "points_test.jsonl").is_file():
+            return run / "points" / "points_test.jsonl"
+    return None
+
+
+def run_dir_of_target(target: str | Path) -> Path | None:
+    """The run folder a run folder, ``*.ckpt``, or adapter folder belongs to (where train.py wrote its
+    resolved ``config.yaml``); an exported adapter's ``export.json`` names its checkpoint. None when
+    no run folder can be found."""
+    from egohorizon.run_export import run_dir_of
+
+    path = Path(target)
+    if (path / "checkpoints").is_dir():
+        return path
+    if path.suffix == ".ckpt" or path.parent.name == "checkpoints":
+        return run_dir_of(path)
+    info = path / "export.json"
+    if info.is_file():
+        checkpoint = json.loads(info.read_text()).get("checkpoint")
+        return run_dir_of(Path(checkpoint)) if checkpoint else None
+    return None
+
+
+def run_config(target: str | Path) -> DictConfig | None:
+    """The resolved config of the run ``target`` belongs to (``<run>/config.yaml``), or None."""
+    from omegaconf import OmegaConf
+
+    run = run_dir_of_target(target)
+    if run is None or not (run / "config.yaml").is_file():
+        return None
+    return OmegaConf.load(run / "config.yaml")
+
+
+def task_of(target: str, config: DictConfig | None) -> str:
+    """The task a checkpoint was trained for: its run config's ``eval_task`` (conf/task/<name>.yaml)."""
+    name = config.get("eval_task") if config is not None else None
+    if not name:
+        where = "has no config.yaml beside it" if config is None else "config.yaml names no eval_task"
+        raise ConfigError(f"compare: {target}: cannot tell its task (its run folder {where}); pass --task NAME")
+    return str(name)
+
+
+def tasks_of(targets: list[str], configs: list[DictConfig | None], task: str | None = None) -> str:
+    """The one task every checkpoint belongs to (``task`` when given: it must match what is recorded)."""
+    from egohorizon.errors import DataError
+    from egohorizon.tasks import task_class
+
+    found = {}
+    for target, config in zip(targets, configs):
+        recorded = config.get("eval_task") if config is not None else None
+        found[target] = str(recorded) if recorded else (task or task_of(target, config))
+    names = set(found.values()) | ({task} if task else set())
+    if len(names) > 1:
+        listed = ", ".join(f"{t} ({n})" for t, n in found.items())
+        raise DataError(f"compare: checkpoints of different tasks: {listed}"
+                        + (f"; --task {task}" if task else "") + ". Compare one task at a time")
+    name = names.pop()
+    try:
+        task_class(name)  # an unknown task is named now, before anything is evaluated
+    except ValueError as error:
+        raise ConfigError(f"compare: {error}") from None
+    return name
+
+
+def items_data(config: DictConfig | None, target: str) -> dict[str, Any]:
+    """The first run's data settings, which fix the held-out items every checkpoint is scored on (the
+    shards, the day split, the levels...). Values inside that run's own folder (where it saved its
+    points) are left out: the evaluation writes into its own folder."""
+    from omegaconf import OmegaConf
+
+    if config is None or "data" not in config:
+        return {}
+    run = run_dir_of_target(target)
+    data = OmegaConf.to_container(config.data, resolve=True)
+    return {k: config_literal(v) if isinstance(v, str) else v for k, v in data.items()
+            if not (isinstance(v, str) and run is not None and _inside(v, run))}
+
+
+def _inside(value: str, folder: Path) -> bool:
+    try:
+        return Path(value).resolve().is_relative_to(folder.resolve())
+    except (OSError, ValueError):
+        return False
 
 
 def adapter_for(target: str, export_to: Path) -> Path:
@@ -83,33 +166,46 @@ def global_step_of(adapter: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def prompt_overrides(adapter: Path) -> list[str]:
-    """``data.*`` overrides that rebuild the prompts the adapter was trained with."""
+def adapter_data(adapter: Path) -> dict[str, Any]:
+    """The data settings an adapter records (egohorizon_adapter.json) that change how its prompts are
+    built: each checkpoint is prompted as it was trained."""
     meta_file = adapter / "egohorizon_adapter.json"
-    data = json.loads(meta_file.read_text()).get("data", {}) if meta_file.is_file() else {}
-    return [f"data.{key}={json.dumps(data[key])}" for key in PROMPT_SETTINGS if key in data]
+    data = (json.loads(meta_file.read_text()).get("data") or {}) if meta_file.is_file() else {}
+    return {key: data[key] for key in PROMPT_SETTINGS if key in data}
 
 
-def eval_config(adapter: Path, points: Path, run_dir: Path, overrides: list[str]) -> DictConfig:
-    """``conf/eval.yaml`` as ``eval.py ckpt=<adapter> points=<points> paths.run_dir=<run_dir>`` composes it.
+def eval_config(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str], task: str = "forecast",
+                data: dict[str, Any] | None = None) -> DictConfig:
+    """``conf/eval.yaml`` as ``eval.py task=<task> ckpt=<adapter> points=<points> paths.run_dir=<run_dir>``
+    composes it, with ``data`` (the first run's data settings) under the adapter's prompt settings
+    under the user's own ``data.*`` overrides.
 
-    The three paths are set on the composed config, not written into override strings: Hydra's override
+    The paths are set on the composed config, not written into override strings: Hydra's override
     grammar reads ``=``, ``,``, brackets, quotes and spaces as syntax, and Lightning names checkpoints
     ``epoch=003-step=1000.ckpt`` (issue 9, item 10). ``overrides`` are the user's own ``--set`` strings.
     """
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
+    from omegaconf import OmegaConf
 
     with initialize_config_dir(config_dir=str(conf_dir()), version_base="1.3"):
         try:
-            cfg = compose("eval", overrides=["predictors=[model,repeat_last,random]", *prompt_overrides(adapter),
-                                             *overrides])
+            cfg = compose("eval", overrides=[f"task={task}", "predictors=[model,repeat_last,random]", *overrides])
         except HydraException as error:  # OverrideParseException, ConfigCompositionException, ...
             raise ConfigError(f"compare --set {' --set '.join(overrides) or '(none)'}: not valid eval.yaml "
                               f"overrides: {error}") from None
     with open_dict(cfg):
+        if data:
+            same_class = data.get("_target_") == cfg.data.get("_target_")
+            cfg.data = OmegaConf.merge(cfg.data, data) if same_class else OmegaConf.create(data)
+        for key, value in adapter_data(adapter).items():
+            if key in cfg.data:
+                cfg.data[key] = value
+        users = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("data.")]
+        if users:
+            cfg.data = OmegaConf.merge(cfg.data, OmegaConf.from_dotlist(users).data)
         cfg.ckpt = config_literal(str(adapter))
-        cfg.points = config_literal(str(points))
+        cfg.points = config_literal(str(points)) if points is not None else None
         cfg.paths.run_dir = config_literal(str(run_dir))
     return cfg
 
@@ -120,25 +216,36 @@ def config_literal(text: str) -> str:
     return re.sub(r"(\\*)\$\{", lambda m: m.group(1) * 2 + "\\${", text)
 
 
-def evaluate_checkpoint(adapter: Path, points: Path, run_dir: Path, overrides: list[str]) -> dict[str, Any]:
-    """``eval.py ckpt=<adapter> points=<points>`` in this process; returns run_eval's result dict."""
+def evaluate_checkpoint(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str],
+                        task: str = "forecast", data: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``eval.py task=<task> ckpt=<adapter> points=<points>`` in this process; returns run_eval's result."""
     from egohorizon.run_eval import evaluate_run
 
-    return evaluate_run(eval_config(adapter, points, run_dir, overrides))
+    return evaluate_run(eval_config(adapter, points, run_dir, overrides, task, data))
 
 
-def evaluate_checkpoints(targets: list[str], points: Path, out_dir: Path,
-                         overrides: list[str] = ()) -> list[CompareEntry]:
-    """One CompareEntry per target, all scored on ``points`` with the same seed and embedder."""
+def evaluate_checkpoints(targets: list[str], points: Path | None, out_dir: Path, overrides: list[str] = (),
+                         task: str | None = None) -> list[CompareEntry]:
+    """One CompareEntry per target, all of one task and scored on the same items (``points``, else the
+    first run's data settings) with the same seed and scoring options. Checkpoints of different tasks
+    are refused before anything is evaluated; items that differ after (``check_comparable``)."""
+    from egohorizon.tasks import task_class
+
+    configs = [run_config(target) for target in targets]
+    name = tasks_of(list(targets), configs, task)
+    data = items_data(configs[0], targets[0])
     entries = []
     for label, target in zip(checkpoint_labels(targets), targets):
-        name = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
-        adapter = adapter_for(target, out_dir / "exported" / f"{name}.adapter")
-        run_dir = out_dir / "evals" / name
-        log.info("evaluating %s (%s) on %s", label, adapter, points)
-        result = evaluate_checkpoint(adapter, points, run_dir, list(overrides))
-        reports = result["reports"]
-        entries.append(CompareEntry(label=label, path=str(adapter), global_step=global_step_of(adapter),
-                                    report=reports["model"],
-                                    baselines={"repeat_last": reports["repeat_last"]} if "repeat_last" in reports else {}))
+        safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
+        adapter = adapter_for(target, out_dir / "exported" / f"{safe}.adapter")
+        run_dir = out_dir / "evals" / safe
+        log.info("evaluating %s (%s, task %s) on %s", label, adapter, name, points or "the first run's items")
+        result = evaluate_checkpoint(adapter, points, run_dir, list(overrides), name, data)
+        evaluation = result.get("evaluation")
+        if evaluation is None:
+            raise ConfigError(f"compare: {label}: the evaluation scored no model (predictors {result.get('predictors')})")
+        task_obj = task_class(name)()
+        entries.append(entry_from_evaluation(label, str(adapter), global_step_of(adapter), task_obj, evaluation,
+                                             str(run_dir)))
+    check_comparable(entries)
     return entries

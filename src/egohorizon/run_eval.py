@@ -1,8 +1,10 @@
 """``python eval.py``: evaluate a trained adapter, an untrained backbone prompted in context, and the
 repeat-last and random baselines on held-out points; and the context-scaling and per-level studies.
+``python eval.py task=caption ckpt=...``: any task's trained adapter on a held-out split, scored by the
+task with its baselines (``evaluate_task_model``).
 
 Like ``egohorizon.run`` this reads the Hydra config; the scoring is the same code the training
-callback uses (``egohorizon.tasks.forecast``), so the numbers mean the same thing.
+callback uses (``GenerationEvalCallback`` with the run's task), so the numbers mean the same thing.
 
 - ``ckpt`` set (an ``*.adapter`` folder, a ``*.ckpt`` with its adapter beside it, or a run folder):
   the adapter is loaded onto its base model (from the adapter's ``egohorizon_adapter.json`` unless
@@ -36,18 +38,37 @@ PREDICTORS = ("model", "llm", "repeat_last", "random")
 
 
 def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
-    """The data config's datamodule, built with the evaluated split in its test slot (``split``), or
-    the ``points`` file instead of any split, and ``data_overrides`` (the adapter's prompt settings,
-    a study's context length or levels); its points are built or loaded here."""
+    """The data config's datamodule, built with ``data_overrides`` (the adapter's prompt settings, a
+    study's context length or levels) and prepared. A datamodule that can put any split in its test
+    slot (``eval_split``: the forecast one) gets ``split`` there, and the ``points`` file instead of
+    any split when one is given; another is evaluated through its own val/test loaders."""
     from hydra.utils import instantiate
 
-    # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
-    data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
-    datamodule = instantiate(
-        cfg.data, _convert_="all", eval_split=cfg.split, points_file=cfg.get("points"), **data_overrides
-    )
+    accepted = datamodule_arguments(cfg)
+    if "max_train_points" in accepted and "max_eval_points" in cfg.data:
+        # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
+        data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
+    if "eval_split" in accepted:
+        data_overrides["eval_split"] = cfg.split
+    if cfg.get("points"):
+        if "points_file" not in accepted:
+            raise ConfigError(
+                f"points={cfg.points}: the {cfg.data._target_} datamodule takes no points file; "
+                "its held-out items come from its data settings (split=val|test)"
+            )
+        data_overrides["points_file"] = cfg.points
+    datamodule = instantiate(cfg.data, _convert_="all", **data_overrides)
     datamodule.prepare()
     return datamodule
+
+
+def datamodule_arguments(cfg: DictConfig) -> set[str]:
+    """The keyword arguments the data config's datamodule class takes."""
+    import inspect
+
+    from hydra.utils import get_class
+
+    return set(inspect.signature(get_class(cfg.data._target_)).parameters)
 
 
 def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
@@ -100,7 +121,7 @@ def build_eval_model(cfg: DictConfig, datamodule):
         adapter = resolve_adapter(cfg.ckpt)
         meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
         backbone = HFBackbone(path=cfg.get("base_path") or meta["base_path"])
-        _warn_on_data_mismatch(meta.get("data", {}), datamodule)
+        _warn_on_data_mismatch(meta.get("data") or {}, datamodule)
         model = instantiate(
             cfg.model,
             backbone=backbone,
@@ -118,26 +139,49 @@ def build_eval_model(cfg: DictConfig, datamodule):
             cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation, _convert_="all"
         )
     datamodule.set_tokenizer(backbone.load_tokenizer())
+    datamodule.set_processor(backbone.load_processor())  # as in training: None for a text-only backbone
     return model
 
 
 def _warn_on_data_mismatch(trained: dict[str, Any], datamodule) -> None:
-    for key, now in (("n_context", datamodule.n_context), ("max_length", datamodule.max_length)):
-        if key in trained and trained[key] != now:
+    for key in ("n_context", "max_length"):
+        now = getattr(datamodule, key, None)
+        if trained.get(key) is not None and now is not None and trained[key] != now:
             log.warning("the adapter was trained with data.%s=%s; evaluating with %s", key, trained[key], now)
 
 
+def score_options(cfg: DictConfig) -> dict[str, Any]:
+    """The task's scoring options: its evaluation callback's ``score_options`` in the task's callbacks
+    config (conf/callbacks/<task>_eval.yaml), with eval.yaml's ``embedder``, ``n_random_draws`` and
+    ``seed`` replacing the ones it names (so ``embedder=exact`` reaches every task that embeds)."""
+    task = cfg.get("eval_task") or "forecast"
+    options: dict[str, Any] = {}
+    for conf in (cfg.get("callbacks") or {}).values():
+        if conf and str(conf.get("_target_", "")).endswith("GenerationEvalCallback") and conf.get("task") == task:
+            options = OmegaConf.to_container(conf.get("score_options") or {}, resolve=True)
+    if task == "forecast" and not options:  # a config without the task's callbacks (e.g. callbacks=none)
+        options = {"embedder": None, "n_random_draws": None, "seed": None}
+    for key in ("embedder", "n_random_draws", "seed"):
+        if key in options and cfg.get(key) is not None:
+            options[key] = cfg[key]
+    return options
+
+
 def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
-    """Generates and scores through Lightning's test loop and ``GenerationEvalCallback``."""
+    """Generates and scores through Lightning's test loop (or, for ``split=val`` on a datamodule
+    without ``eval_split``, its validation loop) and ``GenerationEvalCallback`` with the config's
+    task. Returns the task's ``Evaluation``; its metric keys name the evaluated split."""
     from hydra.utils import instantiate
 
     from egohorizon.callbacks.generation_eval import GenerationEvalCallback
 
+    task = cfg.get("eval_task") or "forecast"
     callback = GenerationEvalCallback(
-        task="forecast",
-        score_options={"embedder": cfg.embedder, "n_random_draws": cfg.n_random_draws, "seed": cfg.seed},
+        task=task,
+        score_options=score_options(cfg),
         n_examples=cfg.get("n_examples", 8),
         output_dir=str(out_dir),
+        generate_on_validation=True,
     )
     trainer = instantiate(
         cfg.trainer,
@@ -146,8 +190,23 @@ def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
         enable_checkpointing=False,
         strategy=instantiate(cfg.strategy) if cfg.get("strategy") else "auto",
     )
-    trainer.test(model, datamodule=datamodule, verbose=False)
-    return callback.results.get("test")
+    if "eval_split" in datamodule_arguments(cfg) or cfg.split == "test":
+        trainer.test(model, datamodule=datamodule, verbose=False)
+        evaluation = callback.results.get("test")
+    elif cfg.split == "val":
+        trainer.validate(model, datamodule=datamodule, verbose=False)
+        evaluation = callback.results.get("val")
+    else:
+        raise ConfigError(f"split={cfg.split}: the {task} task evaluates split=val or split=test")
+    if evaluation is None:
+        raise ConfigError(f"eval: the {cfg.split} split gave the {task} evaluation nothing to score")
+    evaluation.metrics = {_split_key(k, cfg.split): v for k, v in evaluation.metrics.items()}
+    return evaluation
+
+
+def _split_key(key: str, split: str) -> str:
+    name = key.split("/", 1)[1] if "/" in key else key
+    return f"{split}/{name}"
 
 
 # -- putting predictors together --------------------------------------------------------------------
@@ -163,9 +222,10 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
     if unknown:
         raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
     points = datamodule.points["test"]
+    evaluation = None
     if "model" in predictors:
         evaluation = model_evaluation(cfg, model, datamodule, out_dir)
-        metrics = {k.replace("test/", f"{split}/", 1): v for k, v in evaluation.metrics.items()}
+        metrics = dict(evaluation.metrics)
         report = {"model": evaluation.report, **evaluation.baselines}
         by_prefix = {"forecast": evaluation.report, "repeat_last": evaluation.baselines["repeat_last"]}
     else:  # the baselines need no model
@@ -195,14 +255,51 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
         metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
     if "random" not in predictors:
         metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
+    rows = group_rows(by_prefix, with_random="random" in predictors)
     return {
+        "task": "forecast",
         "split": split,
         "n_points": len(points),
         "predictors": predictors,
         "metrics": metrics,
         "reports": report,
-        "rows": group_rows(by_prefix, with_random="random" in predictors),
+        "rows": rows,
+        "text": format_rows(rows),
+        "evaluation": evaluation,  # the model's, for egohorizon compare; not written to report.json
     }
+
+
+def evaluate_task_model(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Any]:
+    """A trained adapter of any task (``eval_task``) on the held-out ``split``: generation through
+    Lightning and ``GenerationEvalCallback``, scored by the task with its own baselines; the summary
+    rows and table are the task's, as at the end of training. Returns the result and the model."""
+    from egohorizon.tasks import task_class
+
+    if not cfg.get("ckpt"):
+        raise ConfigError(
+            f"eval_task={cfg.eval_task}: set ckpt=<adapter folder, *.ckpt or run folder>; only forecasting "
+            "evaluates an untrained backbone in context or the baselines alone"
+        )
+    unknown = set(cfg.predictors) - set(PREDICTORS)
+    if unknown:
+        raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
+    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
+    model = build_eval_model(cfg, datamodule)
+    evaluation = model_evaluation(cfg, model, datamodule, run_dir)
+    task = task_class(cfg.eval_task).from_generation(model.generation)
+    rows = task.summary_rows(evaluation)
+    result = {
+        "task": task.name,
+        "split": cfg.split,
+        "n_points": len(datamodule.eval_items(cfg.split)),
+        "predictors": ["model", *evaluation.baselines],
+        "metrics": dict(evaluation.metrics),
+        "reports": {"model": evaluation.report, **evaluation.baselines},
+        "rows": rows,
+        "text": task.format_summary(rows),
+        "evaluation": evaluation,
+    }
+    return result, model
 
 
 def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
@@ -319,9 +416,12 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
         from egohorizon.run import setup_run
 
         run_dir = setup_run(cfg)
-    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
-    model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
-    result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
+    if (cfg.get("eval_task") or "forecast") == "forecast":  # the only task with in-context and llm predictors
+        datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
+        model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
+        result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
+    else:
+        result, model = evaluate_task_model(cfg, run_dir)
     result.update(
         model_id=model.backbone.model_id if model else None,
         ckpt=cfg.get("ckpt"),
@@ -329,6 +429,7 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
         seed=cfg.seed,
         run_dir=str(run_dir),
     )
-    (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
+    written = {k: v for k, v in result.items() if k != "evaluation"}
+    (run_dir / "report.json").write_text(json.dumps(written, indent=2, default=str))
     (run_dir / "metrics.json").write_text(json.dumps(result["metrics"], indent=2))
     return result

@@ -29,6 +29,8 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     name = cfg.sweep.name
     if name not in SWEEPS:
         raise ConfigError(f"sweep.name: expected one of {SWEEPS}, got {name!r}")
+    if (cfg.get("eval_task") or "forecast") != "forecast":
+        raise ConfigError(f"+sweep={name}: the studies are forecasting's (task=forecast), not {cfg.eval_task}'s")
     rows = _context_rows(cfg, run_dir) if name == "context" else _level_rows(cfg, run_dir)
     out = run_dir / f"sweep_{name}"
     write_table(rows, out)

@@ -1,4 +1,4 @@
-"""``egohorizon compare RUN_OR_CKPT ...``: several checkpoints on the same held-out points."""
+"""``egohorizon compare RUN_OR_CKPT ...``: several checkpoints of one task on the same held-out items."""
 
 from __future__ import annotations
 
@@ -7,19 +7,25 @@ import argparse
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "compare", help="evaluate several checkpoints on the same held-out points; table, plots, W&B run",
-        description="Evaluate several checkpoints (run folders, *.ckpt files, *.adapter folders, DeepSpeed "
-                    "checkpoint folders) on the same held-out points with eval.py's code, and write a "
-                    "comparison: comparison.json, S_norm.png and S.png (score per level and K, one bar per "
-                    "checkpoint beside the repeat-last-K and random baselines), index.html, and one W&B run "
-                    "(offline unless --wandb-online) holding the same table and plots.")
+        "compare", help="evaluate several checkpoints of one task on the same held-out items; table, plots, W&B run",
+        description="Evaluate several checkpoints of one task (run folders, *.ckpt files, *.adapter folders, "
+                    "DeepSpeed checkpoint folders; the task is read from each run folder's config.yaml) on the "
+                    "same held-out items with eval.py's code, and write a comparison: comparison.json, one PNG "
+                    "per figure the task plots (forecast: S_norm.png and S.png per level and K; caption: "
+                    "f1.png and soft_edit.png per source), one bar per checkpoint beside the task's baselines, "
+                    "index.html, and one W&B run (offline unless --wandb-online) holding the same table and "
+                    "plots. Checkpoints of different tasks, or scored on different items, are refused.")
     parser.add_argument("targets", nargs="+", metavar="RUN_OR_CKPT", help="checkpoints to compare")
     parser.add_argument("--points", default=None,
-                        help="forecast points JSONL (default: the first run folder's points/points_test.jsonl)")
+                        help="forecast points JSONL (default: the first run folder's points/points_test.jsonl); "
+                             "other tasks' items come from the first run's data settings")
+    parser.add_argument("--task", default=None,
+                        help="the checkpoints' task, for adapters whose run folder is gone (checked against "
+                             "what the run folders record)")
     parser.add_argument("--out", default=None, help="output folder (default: outputs/compare/<time>)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="an eval.yaml override for every evaluation, e.g. --set trainer=gpu "
-                             "--set embedder=exact (repeatable)")
+                             "--set embedder=exact --set split=val (repeatable)")
     parser.add_argument("--wandb-project", default=None, help="W&B project (default: egohorizon)")
     parser.add_argument("--wandb-online", action="store_true", help="sync to W&B now instead of writing offline")
     parser.add_argument("--no-wandb", action="store_true", help="write the local files only")
@@ -31,10 +37,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from egohorizon.compare import (
+        baseline_notes,
         comparison_rows,
+        headline_lines,
         log_to_wandb,
         page_title,
         plot_comparison,
+        task_of,
         write_html,
         write_json,
     )
@@ -43,22 +52,22 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.out or f"outputs/compare/{time.strftime('%Y-%m-%d_%H-%M-%S')}")
     out.mkdir(parents=True, exist_ok=True)
     points = Path(args.points) if args.points else default_points(args.targets)
-    entries = evaluate_checkpoints(args.targets, points, out, args.overrides)
+    entries = evaluate_checkpoints(args.targets, points, out, args.overrides, task=args.task)
+    task = task_of(entries)
     rows = comparison_rows(entries)
-    plots = plot_comparison(rows, out)
-    n_points = entries[0].report["overall"]["n"]
-    notes = [f"Points: {points} ({n_points} points). Overrides: {' '.join(args.overrides) or 'none'}."]
-    extra = {"points": str(points), "n_points": n_points, "overrides": args.overrides}
+    plots = plot_comparison(rows, task, out)
+    n_items = len(entries[0].item_ids)
+    items = f"Points: {points}" if points else "Items: the first run's held-out split"
+    notes = [f"Task: {task.name}. {items} ({n_items} items). Overrides: {' '.join(args.overrides) or 'none'}.",
+             *baseline_notes(entries)]
+    extra = {"points": str(points) if points else None, "n_points": n_items, "overrides": args.overrides}
     if not args.no_wandb:
-        extra["wandb_dir"] = log_to_wandb(rows, plots, out, args.wandb_project, name=out.name,
+        extra["wandb_dir"] = log_to_wandb(rows, task, plots, out, args.wandb_project, name=out.name,
                                           offline=not args.wandb_online,
-                                          config={"checkpoints": [e.path for e in entries], **extra})
+                                          config={"task": task.name, "checkpoints": [e.path for e in entries], **extra})
         notes.append(f"W&B run: {extra['wandb_dir']}" + ("" if args.wandb_online else " (offline: `wandb sync` it)"))
     write_json(entries, rows, out, extra)
-    page = write_html(rows, plots, out, page_title(len(entries)), notes)
-    for row in rows:
-        if row["level"] == "all":
-            s_norm = "n/a" if row["S_norm"] is None else f"{row['S_norm']:.3f}"
-            print(f"{row['checkpoint']:>32}  S {row['S'] or 0.0:.3f}  S_norm {s_norm}  invalid {row['invalid']}/{row['n']}")
+    page = write_html(rows, task, plots, out, page_title(len(entries), task.name), notes)
+    print("\n".join(headline_lines(rows, task)))
     print(f"page: {page}")
     return 0

@@ -125,6 +125,10 @@ class Task(ABC):
     plot_metrics: ClassVar[tuple[str, ...]] = ()
     # One paragraph (plain text) for the comparison page: what the figures mean, what a good one is.
     compare_guide: ClassVar[str] = ""
+    # How a group is named in W&B keys (``compare/<figure>_<name>``, ``<checkpoint>/<figure>_<name>``):
+    # each group column's value after its prefix (forecast: level "L", k "K" -> "L3_K1"), joined by "_";
+    # a column without a prefix is named only where the rows hold several of its values.
+    group_prefixes: ClassVar[dict[str, str]] = {}
     # A figure's reference level drawn as a dashed line, e.g. chance (forecast: S_norm 0 = random); a
     # predictor whose every value sits on it is shown by the line alone.
     plot_reference: ClassVar[dict[str, tuple[float, str]]] = {}

@@ -307,6 +307,7 @@ class ForecastTask(Task):
     compare_metrics = ("S", "S_norm", "invalid", "S_rand")
     plot_metrics = ("S_norm", "S")
     compare_guide = COMPARE_GUIDE
+    group_prefixes: ClassVar[dict[str, str]] = {"level": "L", "k": "K"}
     plot_reference: ClassVar[dict[str, tuple[float, str]]] = {"S_norm": (0.0, "random (chance)")}
 
     def item_ids(self, evaluation: Evaluation) -> list[str]:
