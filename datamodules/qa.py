@@ -36,11 +36,6 @@ SPLITS = ("train", "val", "test")
 SAMPLINGS = ("uniform", "retrieval")
 
 
-def query_text(item) -> str:
-    """What the memory is searched with: the question and its options."""
-    return " ".join([item.question, *item.options])
-
-
 class QAItems(Dataset):
     """Item + its chosen frames -> ``{text, images, target, key, frame_times, notes}`` (picklable)."""
 
@@ -201,11 +196,12 @@ class QADataModule(TaskDataModule):
 
     def _select(self, item, memory):
         from egohorizon.memory import retrieved, uniform
+        from egohorizon.prompts.qa import memory_query
 
         t_q = float(item.meta["t_question"])
         if memory is None:
             return uniform(self.catalog, item.participant, t_q, self.frame_budget)
-        return retrieved(self.catalog, memory, item.participant, t_q, query_text(item), self.frame_budget,
+        return retrieved(self.catalog, memory, item.participant, t_q, memory_query(item), self.frame_budget,
                          frames_per_window=self.frames_per_window, notes=self.notes, levels=self.memory_levels)
 
     # -- what run.py and the callback ask for -----------------------------------------------------------

@@ -1,5 +1,7 @@
 """``egohorizon qa generate --world data/demo --out qa.jsonl``: the demo world's month-scale QA items
-(14 EgoMonth task types, held-out-day splits, leakage-checked); docs/qa.md."""
+(14 EgoMonth task types, held-out-day splits, leakage-checked); ``qa answer``: the in-context baseline
+that answers from the memory's text alone through an LLM backend (local or OpenAI-compatible);
+``qa serve``: a loopback OpenAI-compatible server in front of a local model. docs/qa.md."""
 
 from __future__ import annotations
 
@@ -30,6 +32,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--per-day", type=int, default=1, help="question times per task type and day (1)")
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(handler=run_generate)
+    _register_answer(sub)
+    _register_serve(sub)
+
+
+def _register_answer(sub: argparse._SubParsersAction) -> None:
+    answer = sub.add_parser(
+        "answer", help="answer QA items from the memory's text alone with an LLM backend",
+        description="For each item of --split, the --notes event descriptions (levels --levels) most similar to "
+                    "the question and options, all ending before the item's question time (meta.t_question), "
+                    "go into the qa prompt without frames; the backend's answer is read without guessing and "
+                    "scored with chance and the majority-position baseline. Writes OUT/predictions.jsonl and "
+                    "OUT/report.json and prints the report. --notes 0: the question alone (items without a "
+                    "question time, e.g. HD-EPIC's).")
+    answer.add_argument("items", help="QA items (JSONL, schema.QAItem)")
+    answer.add_argument("--out", required=True, help="output folder")
+    answer.add_argument("--model", required=True, help="local model folder or hub id; with --base-url the served name")
+    answer.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    answer.add_argument("--events", help="event JSONL the memory indexes (default: the demo world's, --world)")
+    answer.add_argument("--world", default=None, help="demo world folder for the events (default world)")
+    answer.add_argument("--split", default="test", help="items whose meta.split is this (all: every item)")
+    answer.add_argument("--notes", type=int, default=20, help="memory notes per question (20)")
+    answer.add_argument("--levels", default="1,2,3,4,5", help="event levels in the memory (1,2,3,4,5)")
+    answer.add_argument("--embedder", default="words", help="memory text embedder: words | minilm | ...")
+    answer.add_argument("--max-new-tokens", type=int, default=8)
+    answer.add_argument("--cache-dir", help="cache every answer on disk (egohorizon.llm.cache)")
+    answer.add_argument("--timeout", type=float, default=300.0, help="seconds per server reply (300)")
+    answer.add_argument("--concurrency", type=int, default=2, help="requests in flight to the server (2)")
+    answer.add_argument("--limit", type=int, help="the first N items of the split")
+    answer.set_defaults(handler=run_answer)
+
+
+def _register_serve(sub: argparse._SubParsersAction) -> None:
+    serve = sub.add_parser("serve", help="a loopback OpenAI-compatible chat server in front of a local model",
+                           description="Binds 127.0.0.1 (a free port unless --port), prints 'PORT <n>', and answers "
+                                       "POST /v1/chat/completions with the local transformers backend, one request "
+                                       "at a time, until --lifetime seconds have passed.")
+    serve.add_argument("--model", required=True, help="local model folder (or cached hub id)")
+    serve.add_argument("--port", type=int, default=0)
+    serve.add_argument("--lifetime", type=float, default=3600.0)
+    serve.set_defaults(handler=run_serve)
 
 
 def run_generate(args: argparse.Namespace) -> int:
@@ -58,4 +100,113 @@ def run_generate(args: argparse.Namespace) -> int:
     write_jsonl(out, items)
     split_path = split.save(out.with_name(f"{out.stem}.splits.json"))
     write_result({"out": str(out), "splits": str(split_path), "world": str(world.path), **report})
+    return 0
+
+
+def run_answer(args: argparse.Namespace) -> int:
+    import json
+    from collections import Counter
+    from pathlib import Path
+
+    from egohorizon.data.leakage import check_qa_items
+    from egohorizon.errors import ConfigError
+    from egohorizon.llm import make_backend
+    from egohorizon.prompts import load_prompt
+    from egohorizon.prompts.qa import QA_PROMPT_NAME, memory_query, render_qa_prompt
+    from egohorizon.schema import QAItem, load_jsonl, write_jsonl
+    from egohorizon.tasks import get_task
+
+    every = load_jsonl(args.items, QAItem)
+    items = [i for i in every if args.split == "all" or i.meta.get("split") == args.split][: args.limit]
+    if not items:
+        raise ConfigError(f"{args.items}: no items of split {args.split!r} (meta.split)")
+    memory = None
+    if args.notes > 0:
+        check_qa_items(items)  # the memory is cut at each question time: every item needs one
+        memory = _text_memory(args)
+    prompts = []
+    for item in items:
+        t_q = item.meta.get("t_question")
+        notes = []
+        if memory is not None:
+            hits = memory.search(item.participant, float(t_q), memory_query(item), k=args.notes, kinds=["event"])
+            notes = sorted((h.entry.start, h.entry.end, h.entry.text) for h in hits)
+        prompts.append(render_qa_prompt(item.question, item.options, t_q, (), notes, image_mark=""))
+    options = {"timeout": args.timeout, "max_concurrency": args.concurrency} if args.base_url else {}
+    backend = make_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, **options)
+    texts = backend.generate_many(prompts, max_new_tokens=args.max_new_tokens, temperature=0.0, seed=0)
+    task = get_task("qa")
+    raw = {item.id: out for item, out in zip(items, texts)}
+    predictions = {item.id: task.parse(raw[item.id], item) for item in items}
+    train = Counter(i.answer for i in every if i.meta.get("split") == "train")
+    majority = min(train, key=lambda a: (-train[a], a)) if train else None
+    evaluation = task.evaluate(items, predictions, args.split, majority_letter=majority)
+    prompt = load_prompt(QA_PROMPT_NAME)
+    out = Path(args.out)
+    write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,
+                                                                   prompt.name, prompt.version, 0))
+    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id,
+              "notes": args.notes, "levels": args.levels, "split": args.split}
+    (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
+    write_result({"out": str(out), "headline": task.headline(evaluation), **evaluation.metrics})
+    return 0
+
+
+def _text_memory(args: argparse.Namespace):
+    from egohorizon.memory import MemoryIndex, text_embedder
+
+    if args.events:
+        from egohorizon.schema import Event, load_jsonl
+
+        events = load_jsonl(args.events, Event)
+    else:
+        from egohorizon.data.demo import load_demo_world
+
+        events = load_demo_world(args.world).events
+    levels = [int(x) for x in args.levels.split(",")]
+    return MemoryIndex.from_sources(events, None, embed=text_embedder(args.embedder), levels=levels)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import json
+    import sys
+    import threading
+    import time
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from egohorizon.errors import EgohorizonError
+    from egohorizon.llm import make_backend
+
+    backend = make_backend(args.model)
+    lock = threading.Lock()  # one generation at a time: the local model is not thread-safe
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *a):  # quiet: one line per request would drown the caller's output
+            pass
+
+        def do_POST(self):
+            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+            try:
+                with lock:
+                    text = backend.generate(body["messages"], max_new_tokens=int(body.get("max_tokens") or 16),
+                                            temperature=float(body.get("temperature") or 0.0),
+                                            seed=int(body.get("seed") or 0))[0]
+                status, payload = 200, {"id": "qa-serve", "object": "chat.completion", "model": backend.model_id,
+                                        "choices": [{"index": 0, "finish_reason": "stop",
+                                                     "message": {"role": "assistant", "content": text}}]}
+            except (EgohorizonError, KeyError, ValueError, TypeError, RuntimeError) as error:  # told to the client
+                status, payload = 400, {"error": {"message": f"{type(error).__name__}: {error}"}}
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    sys.stdout.write(f"PORT {httpd.server_address[1]}\n")
+    sys.stdout.flush()
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    time.sleep(args.lifetime)
+    httpd.shutdown()
     return 0

@@ -14,11 +14,16 @@ QA_PROMPT_NAME = "qa"
 IMAGE_MARK = "<|vision_start|><|image_pad|><|vision_end|>"
 
 
-def render_qa_prompt(question: str, options: Sequence[str], asked: float, frame_times: Sequence[float] = (),
+def memory_query(item) -> str:
+    """What the memory is searched with for a QA item: the question and its options."""
+    return " ".join([item.question, *item.options])
+
+
+def render_qa_prompt(question: str, options: Sequence[str], asked: float | None, frame_times: Sequence[float] = (),
                      notes: Sequence[tuple[float, float, str]] = (), prompt: str | None = None,
                      image_mark: str = IMAGE_MARK) -> str:
     """``frame_times``: Unix s of the frames, in order (one ``image_mark`` each); ``notes``: (start, end,
-    text) of retrieved memory entries."""
+    text) of retrieved memory entries; ``asked``: the question time (None: unknown, e.g. HD-EPIC items)."""
     from egohorizon.prompts import load_prompt
 
     frames = "".join(f"[{clock(t)}] {image_mark}\n" for t in frame_times)
@@ -28,7 +33,7 @@ def render_qa_prompt(question: str, options: Sequence[str], asked: float, frame_
         notes_intro="Notes from the wearer's memory follow the frames." if notes else "",
         frames=frames,
         notes=f"Memory notes:\n{lines}" if notes else "",
-        asked=clock(asked),
+        asked=clock(asked) if asked is not None else "an unknown date",
         question=question,
         options="\n".join(f"{string.ascii_uppercase[i]}. {o}" for i, o in enumerate(options)),
     )
