@@ -123,6 +123,28 @@ def test_a_batch_goes_through_the_collator(datamodule):
     assert (batch["labels"] != -100).any()
 
 
+def test_hands_demo_composes_and_instantiates(tmp_path):
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    from egohorizon.run import build_callbacks, build_model
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", ["task=hands", "experiment=hands_demo", f"paths.run_dir={tmp_path}", "logger=csv",
+                                "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
+                                "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300"])
+    assert cfg.objective == "val/hands_score" and cfg.eval_task == "hands" and cfg.task_name == "hands_demo"
+    datamodule = instantiate(cfg.data, _convert_="all")
+    assert type(datamodule).__name__ == "HandsDataModule" and datamodule.fps == 1.0
+    model = build_model(cfg, instantiate(cfg.backbone, _convert_="all"))
+    assert type(model).__name__ == "HandModule" and model.lora_vision
+    callbacks = build_callbacks(cfg)
+    checkpoint = next(c for c in callbacks if type(c).__name__ == "AdapterCheckpoint")
+    assert checkpoint.monitor == "val/hands_score" and checkpoint.mode == "max"
+    evaluation = next(c for c in callbacks if type(c).__name__ == "GenerationEvalCallback")
+    assert evaluation.task_name == "hands" and evaluation.score_options["judges"]["hand_action"] == "verb"
+
+
 @pytest.mark.slow
 def test_train_py_runs_the_hands_task(tmp_path):
     run = tmp_path / "run"
