@@ -10,7 +10,9 @@ One run measures, on demo-world window shards (30 frames per window, 448 px, gaz
 2. local: the tiny offline Qwen2.5-VL (egohorizon.backbones.TinyBackbone, random weights) on the
    windows of the first ``--local-shards`` shards. First the model's own generation time: the same batches, prepared
    beforehand, timed in ``generate_batch`` only. Then the job's wall time on those windows (reading,
-   decoding, prompts and the processor in a DataLoader worker while the model generates).
+   decoding at the size the processor needs, prompts and the processor in a DataLoader worker while
+   the model generates). Also printed: the job's wall over the generation time inside the job (the
+   overlap alone, without the slow-down the worker's CPU causes on shared cores).
    Printed: job wall / generation time (target <= 1.20).
 
     python scripts/bench_caption.py                         # builds 1 demo day of shards (~40 s) first
@@ -125,7 +127,10 @@ def local_ratio(shards: Path, out: Path, args) -> dict:
     return {"windows": windows, "batches": len(batches), "torch_threads": torch.get_num_threads(),
             "generation_s": round(generation_s, 3),
             "job_wall_s": round(report.wall_s, 3), "job_generation_s": round(runner.generation_s, 3),
-            "ratio": round(report.wall_s / generation_s, 4), "attempted": report.attempted}
+            "ratio": round(report.wall_s / generation_s, 4), "attempted": report.attempted,
+            # The overlap alone: the job's wall over its own generation time (what the worker's CPU
+            # slows the model by on busy cores is in "ratio", not here).
+            "overlap_ratio": round(report.wall_s / runner.generation_s, 4) if runner.generation_s else None}
 
 
 def main() -> int:
@@ -160,7 +165,8 @@ def main() -> int:
     if local:
         print(f"local:  {local['windows']} windows in {local['batches']} batches; model generation "
               f"{local['generation_s']:.2f} s, job wall {local['job_wall_s']:.2f} s; job/generation = "
-              f"{local['ratio']:.3f} (target <= 1.20)")
+              f"{local['ratio']:.3f} (target <= 1.20); generation inside the job {local['job_generation_s']:.2f} s, "
+              f"job wall / its own generation = {local['overlap_ratio']:.3f}")
     if args.json:
         Path(args.json).write_text(json.dumps({"server": server, "local": local, "settings": vars(args)}, indent=1))
     ok = (server is None or server["ratio"] >= 0.9) and (local is None or local["ratio"] <= 1.2)

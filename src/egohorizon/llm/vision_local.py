@@ -71,6 +71,19 @@ class PromptEncoder:
         return self.processor.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
                                                   add_generation_prompt=True)
 
+    def image_size(self, height: int, width: int) -> tuple[int, int] | None:
+        """The (height, width) the processor resizes a ``height`` x ``width`` image to, for Qwen-VL
+        processors (``smart_resize``: multiples of patch x merge within the pixel budget); None when
+        the processor does not say. The job decodes images no larger than needed for it."""
+        from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
+
+        images = self.processor.image_processor
+        size, patch, merge = (getattr(images, k, None) for k in ("size", "patch_size", "merge_size"))
+        low, high = (getattr(size, "shortest_edge", None), getattr(size, "longest_edge", None)) if size else (None, None)
+        if not (patch and merge and low and high):
+            return None
+        return smart_resize(height, width, factor=patch * merge, min_pixels=low, max_pixels=high)
+
     def __call__(self, samples: Sequence[dict[str, Any]]) -> dict[str, Any]:
         images = [list(s.get("images") or []) for s in samples]
         return self.collate([{"text": self.text(s["text"], len(ims)), "images": ims, "target": None}

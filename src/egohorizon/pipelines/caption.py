@@ -23,7 +23,7 @@ import logging
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Self
@@ -139,17 +139,23 @@ def window_info(raw: dict[str, Any], shard: str) -> dict[str, Any]:
 
 class LazyImages(Sequence):
     """A window's frames (or crops) decoded on first access: a prompt uses a few of its ~30 frames and one
-    close-up, and decoding all of them was most of the client's work (scripts/bench_caption.py)."""
+    close-up, and decoding all of them was most of the client's work (scripts/bench_caption.py).
 
-    def __init__(self, sample: dict[str, Any], fields: list[str | None]):
-        self.sample, self.fields = sample, fields
+    ``fit``, when given, maps an image's stored (height, width) to the smallest size the model needs (a
+    local VLM's processor resizes to it anyway): the JPEG is then decoded straight at the smallest
+    DCT scale (1/2, 1/4, ...) that is at least that large, which costs a fraction of a full decode and
+    leaves the processor less to resize (a 448-px frame for the tiny backbone: decoded at 224)."""
+
+    def __init__(self, sample: dict[str, Any], fields: list[str | None],
+                 fit: Callable[[int, int], tuple[int, int] | None] | None = None):
+        self.sample, self.fields, self.fit = sample, fields, fit
         self.decoded: dict[int, Any] = {}
 
     def __len__(self) -> int:
         return len(self.fields)
 
     def __getitem__(self, i):
-        from egohorizon.data.shards.encode import CORRUPT_IMAGE, SampleError, decode_jpeg
+        from egohorizon.data.shards.encode import CORRUPT_IMAGE, SampleError
 
         if isinstance(i, slice):
             return [self[j] for j in range(*i.indices(len(self)))]
@@ -157,35 +163,53 @@ class LazyImages(Sequence):
             return None
         if i not in self.decoded:
             try:
-                self.decoded[i] = decode_jpeg(self.sample[self.fields[i]])
+                self.decoded[i] = self._decode(self.sample[self.fields[i]])
             except ValueError:
                 raise SampleError(CORRUPT_IMAGE, f"sample {self.sample.get('__key__')!r}: image "
                                                  f"{self.fields[i]} is corrupt") from None
         return self.decoded[i]
 
+    def _decode(self, data: bytes):
+        from egohorizon.data.shards.encode import decode_jpeg, jpeg_shape
 
-def window_images(raw: dict[str, Any], with_crop: bool) -> tuple[dict[str, Any], LazyImages, LazyImages]:
+        if self.fit is None:
+            return decode_jpeg(data)
+        import simplejpeg
+
+        needed = self.fit(*jpeg_shape(data))
+        if needed is None:
+            return decode_jpeg(data)
+        # The same decoder and strictness as decode_jpeg, at a reduced DCT scale.
+        return simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, min_height=needed[0], min_width=needed[1])
+
+
+def window_images(raw: dict[str, Any], with_crop: bool,
+                  fit: Callable[[int, int], tuple[int, int] | None] | None = None
+                  ) -> tuple[dict[str, Any], LazyImages, LazyImages]:
     """The window's metadata (checked: every frame and crop it promises is in the sample) and its
-    frames and crops, decoded when used; SampleError for an unusable sample."""
+    frames and crops, decoded when used (at the size ``fit`` asks for; see LazyImages); SampleError
+    for an unusable sample."""
     from egohorizon.data.shards.encode import check_fields, crop_field, frame_field, parse_meta
 
     meta = parse_meta(raw)
     check_fields(raw, meta)
-    frames = LazyImages(raw, [frame_field(i) for i in range(len(meta["frames"]))])
+    frames = LazyImages(raw, [frame_field(i) for i in range(len(meta["frames"]))], fit)
     crops = LazyImages(raw, [crop_field(i) if with_crop and f.get("crop_box") else None
-                             for i, f in enumerate(meta["frames"])])
+                             for i, f in enumerate(meta["frames"])], fit)
     return meta, frames, crops
 
 
-def prepare_window(raw: dict[str, Any], shard: str, settings: CaptionSettings
+def prepare_window(raw: dict[str, Any], shard: str, settings: CaptionSettings,
+                   fit: Callable[[int, int], tuple[int, int] | None] | None = None
                    ) -> tuple[dict[str, Any], dict[str, Any] | None, Outcome | None]:
-    """A raw tar sample -> (info, ``{text, images}``, None), or (info, None, the outcome that ends it)."""
+    """A raw tar sample -> (info, ``{text, images}``, None), or (info, None, the outcome that ends it).
+    ``fit``: the image size the model needs (LazyImages), for a local model's processor."""
     from egohorizon.data.shards.encode import SampleError
     from egohorizon.prompts.caption import caption_sample, pick_frames
 
     info = window_info(raw, shard)
     try:
-        meta, frames, crops = window_images(raw, settings.with_crop)
+        meta, frames, crops = window_images(raw, settings.with_crop, fit)
         if not frames:
             return info, None, Outcome(info, skipped="no frames (shards built with --min-frames 0)")
         sample = caption_sample(meta, frames, crops, settings.frames_per_window, with_crop=settings.with_crop,

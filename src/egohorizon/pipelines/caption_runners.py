@@ -78,6 +78,9 @@ class _EncodedBatches:
 
     def __init__(self, reader: ShardReader, settings: CaptionSettings, encoder, batch_size: int):
         self.reader, self.settings, self.encoder, self.batch_size = reader, settings, encoder, batch_size
+        # Decode no larger than the processor needs (pipelines.caption.LazyImages): about halves the
+        # worker's CPU per window on 448-px frames for the tiny backbone (docs/captioning.md).
+        self.fit = getattr(encoder, "image_size", None)
 
     def encode(self, infos: list[dict], samples: list[dict]) -> list[dict[str, Any]]:
         """The batch, or, when the processor refuses it, each window alone: one bad image fails one window."""
@@ -93,7 +96,7 @@ class _EncodedBatches:
         infos: list[dict] = []
         samples: list[dict] = []
         for shard, raw in self.reader:
-            info, sample, ended = prepare_window(raw, shard, self.settings)
+            info, sample, ended = prepare_window(raw, shard, self.settings, self.fit)
             if ended is not None:
                 yield {"outcomes": [ended]}
                 continue

@@ -62,6 +62,15 @@ def pick_frames(count: int, frames_per_window: int | None) -> list[int]:
     return sorted(set(np.rint(np.linspace(0, count - 1, frames_per_window)).astype(int).tolist()))
 
 
+def _scaled(gaze: Sequence[float], info: Mapping[str, Any], image) -> tuple[float, float]:
+    """The gaze point (stored in the frame's pixels, ``info["size"]`` = [w, h]) in ``image``'s pixels:
+    the offline job may decode a frame at a reduced scale (egohorizon.pipelines.caption.LazyImages)."""
+    size = info.get("size")
+    if not size or (image.shape[1], image.shape[0]) == tuple(size):
+        return gaze[0], gaze[1]
+    return gaze[0] * image.shape[1] / size[0], gaze[1] * image.shape[0] / size[1]
+
+
 def caption_sample(
     window_meta: Mapping[str, Any],
     frames: Sequence[Any],
@@ -87,7 +96,8 @@ def caption_sample(
     if draw_gaze and not window_meta.get("gaze_drawn"):
         from egohorizon.data.windows import draw_gaze as ring
 
-        images = [ring(im, infos[i]["gaze"]) if infos[i].get("gaze") else im for im, i in zip(images, chosen)]
+        images = [ring(im, _scaled(infos[i]["gaze"], infos[i], im)) if infos[i].get("gaze") else im
+                  for im, i in zip(images, chosen)]
     crop = None
     if with_crop and crops:
         middle = sorted(chosen, key=lambda i: abs(i - chosen[len(chosen) // 2]))
