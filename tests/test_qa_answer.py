@@ -15,6 +15,8 @@ from egohorizon.data.demo.qa import generate_items
 from egohorizon.data.splits import make_day_split
 from egohorizon.schema import QAPrediction, load_jsonl, write_jsonl
 
+pytestmark = pytest.mark.slow  # a server subprocess loads torch and the tiny model (~25 s CPU)
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory):
