@@ -122,7 +122,7 @@ def caption_run(tmp_path_factory, repo_root):
     overrides = [
         "task=caption", "experiment=caption_demo", f"paths.run_dir={tmp}/run", f"paths.cache_dir={tmp}/cache",
         f"backbone.cache_dir={tmp}/cache", f"data.demo_shards_dir={tmp}/shards", "data.demo_days=4",
-        "data.demo_window_stride=90", "data.frames_per_window=1", "data.crops=false", "data.num_workers=0",
+        "data.demo_window_stride=240", "data.frames_per_window=1", "data.crops=false", "data.num_workers=0",
         "data.batch_size=2", "data.eval_batch_size=2", "data.long_side=64", "data.crop_size=32", "logger=csv",
         "trainer.max_epochs=2", "trainer.check_val_every_n_epoch=1", "+trainer.limit_train_batches=2",
         "+trainer.limit_val_batches=1", "model.generation.max_new_tokens=8", "trainer.enable_progress_bar=false",
@@ -147,7 +147,9 @@ def test_compare_two_caption_checkpoints(caption_run, tmp_path, monkeypatch, cap
     checkpoints = sorted(str(p) for p in (caption_run / "checkpoints").glob("epoch=*.ckpt"))
     assert len(checkpoints) == 2
     out = tmp_path / "compare"
-    assert main(["compare", *checkpoints, "--out", str(out), "--set", "embedder=exact",
+    # data.shards: read the run's shards as they are (the demo world is not loaded again to check them).
+    shards = caption_run.parent / "shards"
+    assert main(["compare", *checkpoints, "--out", str(out), "--set", "embedder=exact", "--set", f"data.shards={shards}",
                  "--set", "model.generation.max_new_tokens=8", "--set", "+trainer.limit_test_batches=1",
                  "--set", "trainer.enable_progress_bar=false"]) == 0
     data = json.loads((out / "comparison.json").read_text())
@@ -166,7 +168,7 @@ def test_compare_two_caption_checkpoints(caption_run, tmp_path, monkeypatch, cap
 
     # Each checkpoint's row is what its own predictions re-score to against the gold windows.
     gold = tmp_path / "gold.jsonl"
-    items, most_frequent = held_out_windows(caption_run)
+    items, most_frequent = held_out_windows(caption_run, shards)
     write_jsonl(gold, items)
     for checkpoint in data["checkpoints"]:
         label, predictions = checkpoint["label"], Path(checkpoint["eval_dir"]) / "predictions" / "test.jsonl"
@@ -182,13 +184,13 @@ def test_compare_two_caption_checkpoints(caption_run, tmp_path, monkeypatch, cap
         assert previous["f1"] == pytest.approx(overall["repeat-previous"]["f1"])
 
 
-def held_out_windows(run: Path):
+def held_out_windows(run: Path, shards: Path):
     """The run's held-out test windows (gold L1 actions) and its training days' most frequent action,
-    from a datamodule built with the run's own data settings."""
+    from a datamodule built with the run's own data settings on its shards."""
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
     cfg = OmegaConf.load(run / "config.yaml")
-    datamodule = instantiate(cfg.data, _convert_="all")
+    datamodule = instantiate(cfg.data, _convert_="all", shards=str(shards))
     datamodule.prepare()
     return list(datamodule.eval_items("test").values()), datamodule.eval_options("test")["most_frequent_action"]
