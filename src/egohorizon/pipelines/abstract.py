@@ -10,7 +10,8 @@ event crosses a session boundary").
   ``overlap`` events are kept; the next chunk starts at the first group not kept, so the groups near a
   chunk's edge are decided again with the events that follow them (boundary reconciliation).
 - **Invalid replies** (``parse_groups``) are asked again with the error shown to the model, up to
-  ``retries`` times; then the day fails (``DayFailed``) and is left out, never patched.
+  ``retries`` times, sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
+  repeatable); then the day fails (``DayFailed``) and is left out, never patched.
 - The built day is checked against the hierarchy invariants (``data.hierarchy``) before it counts.
 """
 
@@ -44,6 +45,8 @@ class AbstractSettings:
     retries: int = 2
     max_new_tokens: int = 512
     temperature: float = 0.0
+    # A retry samples (seed + attempt): greedy decoding of a model that ignores the error would repeat itself.
+    retry_temperature: float = 0.7
     seed: int = 0
     prompt: str | None = None  # a prompt name or .txt path; None: the bundled "abstract"
 
@@ -77,11 +80,13 @@ def ask_model(backend: LLMBackend, settings: AbstractSettings, counts: Counts) -
     def ask(events: Sequence[Event]) -> list[Group]:
         messages: list[Message] = [{"role": "user", "content": render_abstract_prompt(events, settings.prompt)}]
         reply = ""
-        for _attempt in range(settings.retries + 1):
+        for attempt in range(settings.retries + 1):
             counts.calls += 1
+            temperature = settings.temperature if attempt == 0 else max(settings.temperature,
+                                                                         settings.retry_temperature)
             try:
                 reply = backend.generate(messages, max_new_tokens=settings.max_new_tokens,
-                                         temperature=settings.temperature, seed=settings.seed)[0]
+                                         temperature=temperature, seed=settings.seed + attempt)[0]
             except LLMError as error:
                 raise DayFailed("model", str(error)) from error
             try:
