@@ -8,7 +8,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
 from egohorizon.backbones.boxes import ResizeMapping
 from egohorizon.errors import ConfigError
@@ -163,3 +165,14 @@ def test_train_py_runs_the_hands_task(tmp_path):
                 "val/generic_whole_hands_subtask_psj", "val/hands_invalid"):
         assert key in val, sorted(val)
     assert "Held-out test days: hands" in outputs["summary_text"]
+
+    # the trained adapter as `hands detect --model`: boxes (if any) in the image's pixels, scored
+    from egohorizon.cli import main
+
+    images = tmp_path / "images"
+    images.mkdir()
+    Image.fromarray(np.full((90, 160, 3), 120, np.uint8)).save(images / "grey.png")
+    assert main(["hands", "detect", str(images), "--out", str(tmp_path / "boxes.jsonl"), "--model", str(run)]) == 0
+    for line in (tmp_path / "boxes.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        assert record["score"] is None and 0 <= record["box"][0] <= record["box"][2] <= 160

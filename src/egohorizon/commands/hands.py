@@ -47,7 +47,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="mediapipe",
-                        help="mediapipe (tuned thresholds, default) or mediapipe-defaults (MediaPipe's own)")
+                        help="mediapipe (tuned thresholds, default), mediapipe-defaults (MediaPipe's own) or a "
+                             "trained hands adapter (*.adapter folder, .ckpt or run folder of train.py task=hands)")
     parser.add_argument("--min-palm-score", type=float, help="palm detector threshold")
     parser.add_argument("--min-presence", type=float, help="hand landmark presence threshold")
     parser.add_argument("--max-hands", type=int, help="most hands per image")
@@ -66,7 +67,14 @@ def _finder(args: argparse.Namespace):
     from egohorizon.pipelines.hands_frames import mediapipe_finder
 
     if args.model not in MODELS:
-        raise ConfigError(f"--model: expected one of {', '.join(MODELS)}, got {args.model!r}")
+        from pathlib import Path
+
+        if not Path(args.model).exists():
+            raise ConfigError(f"--model: expected one of {', '.join(MODELS)} or a trained hands adapter (a "
+                              f"*.adapter folder, .ckpt or run folder), got {args.model!r}")
+        from egohorizon.pipelines.hands_vlm import adapter_finder
+
+        return adapter_finder(args.model)
     settings = MEDIAPIPE_DEFAULTS if args.model == "mediapipe-defaults" else HandDetectorSettings()
     changes = {name: getattr(args, name) for name in ("min_palm_score", "min_presence", "max_hands", "tiles")
                if getattr(args, name) is not None}

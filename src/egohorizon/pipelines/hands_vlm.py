@@ -1,0 +1,38 @@
+"""A trained hand VLM (``python train.py task=hands``) as a box finder for still images: the
+``egohorizon hands detect --model ADAPTER`` path, scored on the same real frames as the detector.
+
+Each image is sent alone, as a one-frame clip at time 0 with the adapter's own prompt, resized by the
+adapter's processor; the box lines of its answer (``metrics.hand_format``) go back to the image's
+pixels through ``backbones.boxes.ResizeMapping``. The VLM gives no confidence, so ``score`` is None.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | None = None):
+    from egohorizon.backbones.boxes import ResizeMapping
+    from egohorizon.llm.vision_local import LocalVLMBackend
+    from egohorizon.metrics.hand_format import parse_hand_text
+    from egohorizon.prompts.hands import render_hands_prompt
+    from egohorizon.run_eval import resolve_adapter
+
+    folder = resolve_adapter(str(adapter))
+    backend = LocalVLMBackend(adapter=str(folder), device=device)
+    processor = backend.load_processor()
+    encode = backend.encoder()
+    prompt_name = backend.adapter_meta.get("prompt", {}).get("name", "hands")
+    prompt_file = folder / f"{prompt_name}.txt"
+    prompt = str(prompt_file) if prompt_file.is_file() else prompt_name
+
+    def find(image: np.ndarray) -> list[tuple[str, list[float], float | None]]:
+        mapping = ResizeMapping.for_processor(processor, *image.shape[:2])
+        text = render_hands_prompt([0.0], 1.0, mapping.resized, prompt=prompt)
+        answer = backend.generate_batch(encode([{"text": text, "images": [image]}]),
+                                        max_new_tokens=max_new_tokens)[0]
+        return [(hand, mapping.to_original(box), None) for t, hand, box in parse_hand_text(answer).boxes if t == 0]
+
+    return find, {"detector": f"hand VLM adapter {folder}", "model_id": backend.model_id}
