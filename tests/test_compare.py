@@ -20,6 +20,7 @@ from egohorizon.compare import (
 )
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import ForecastPoint
+from egohorizon.tasks import Task
 from egohorizon.tasks.forecast import RANDOM, REPEAT_LAST, ForecastTask
 
 ACTIONS = ["make coffee", "read mail", "wash dishes", "walk dog", "cook lunch", "call mum"]
@@ -174,6 +175,25 @@ def test_a_checkpoint_without_its_run_config_needs_task(tmp_path):
         evaluate_checkpoints([str(bare)], None, tmp_path / "out")
     with pytest.raises(ConfigError, match="unknown 'nope'"):
         evaluate_checkpoints([str(bare)], None, tmp_path / "out", task="nope")
+
+
+class TaskWithoutCompare(ForecastTask):
+    """A task that has not implemented the compare hooks yet (tasks/base.py's defaults)."""
+
+    name = "bare"
+    compare_rows = Task.compare_rows
+    item_ids = Task.item_ids
+
+
+def test_a_task_without_the_compare_hooks_is_named_before_any_evaluation(tmp_path, monkeypatch):
+    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.tasks import TASKS
+
+    monkeypatch.setitem(TASKS, "bare", "test_compare:TaskWithoutCompare")
+    run = fake_run(tmp_path / "run", ["last"], task="bare")
+    with pytest.raises(ConfigError, match=r"the bare task does not implement the compare hooks .*item_ids, compare_rows"):
+        evaluate_checkpoints([str(run)], None, tmp_path / "out")
+    assert not (tmp_path / "out" / "evals").exists()
 
 
 @pytest.fixture()

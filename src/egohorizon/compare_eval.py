@@ -93,7 +93,7 @@ def task_of(target: str, config: DictConfig | None) -> str:
 def tasks_of(targets: list[str], configs: list[DictConfig | None], task: str | None = None) -> str:
     """The one task every checkpoint belongs to (``task`` when given: it must match what is recorded)."""
     from egohorizon.errors import DataError
-    from egohorizon.tasks import task_class
+    from egohorizon.tasks import Task, task_class
 
     found = {}
     for target, config in zip(targets, configs):
@@ -106,9 +106,13 @@ def tasks_of(targets: list[str], configs: list[DictConfig | None], task: str | N
                         + (f"; --task {task}" if task else "") + ". Compare one task at a time")
     name = names.pop()
     try:
-        task_class(name)  # an unknown task is named now, before anything is evaluated
+        cls = task_class(name)  # an unknown task is named now, before anything is evaluated
     except ValueError as error:
         raise ConfigError(f"compare: {error}") from None
+    missing = [hook for hook in ("item_ids", "compare_rows") if getattr(cls, hook) is getattr(Task, hook)]
+    if missing or not cls.compare_groups:
+        raise ConfigError(f"compare: the {name} task does not implement the compare hooks of tasks/base.py "
+                          f"({', '.join(missing or ['compare_groups'])}); it cannot be compared yet")
     return name
 
 
