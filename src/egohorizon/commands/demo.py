@@ -27,6 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--check", action="store_true",
                         help="also score a next-event n-gram predictor against repeat-last on held-out days")
     parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--cue-switches", action="store_true",
+                        help="announce some task switches in the frames a few seconds ahead (a phone lighting "
+                             "up, a colleague walking in) and write cues.jsonl; events are unchanged "
+                             "(docs/grounding.md)")
     parser.set_defaults(handler=run_demo)
 
 
@@ -43,9 +47,14 @@ def run_demo(args: argparse.Namespace) -> int:
         raise ConfigError(f"--frame-size must be >= 16 and --frame-count >= 1, got {args.frame_size}, "
                           f"{args.frame_count}")
     out = Path(args.out) if args.out else default_demo_dir()
-    world = build_demo_world(out, seed=args.seed, participants=args.participants, weeks=args.weeks)
+    world = build_demo_world(out, seed=args.seed, participants=args.participants, weeks=args.weeks,
+                             cue_switches=args.cue_switches)
     summary = world_summary(world)
     summary["path"] = str(out)
+    if world.cues is not None:
+        from egohorizon.data.demo_cues import cue_statistics
+
+        summary["cue_switches"] = cue_statistics(world.cues.cues, world.events)
     if args.check:
         from egohorizon.data.demo.learnability import learnability_report
 
@@ -64,6 +73,8 @@ def run_demo(args: argparse.Namespace) -> int:
         from egohorizon.data.demo.learnability import format_report
 
         sys.stdout.write("\n" + format_report(summary["learnability"]))
+    if world.cues is not None:
+        print(f"\ncue switches: {summary['cue_switches']}")
     if args.frames:
         print(f"\nframes: {summary['frames']} (contact_sheet.jpg shows gaze as a red ring)")
     return 0

@@ -64,6 +64,10 @@ def run_points(args: argparse.Namespace) -> int:
         split = make_day_split(events, seed=args.seed, **{**SPLIT_DEFAULTS, **given})
     points = build_points(events, split, levels=args.levels, ks=args.ks, n_context=args.context,
                           max_points=args.max_points, seed=args.seed, source=args.source)
+    from egohorizon.data.demo_cues import cues_beside, mark_cue_points
+
+    cues = cues_beside(args.events)  # a demo world made with --cue-switches: mark the cue-driven points
+    cue_driven = {name: mark_cue_points(points[name], cues) for name in SPLITS} if cues else None
 
     out = Path(args.out)
     split.save(out / "splits.json")
@@ -79,8 +83,12 @@ def run_points(args: argparse.Namespace) -> int:
         "participant_days": split.counts(),
         "counts": [{"split": s, "level": lv, "k": k, "points": n} for (s, lv, k), n in sorted(counts.items())],
     }
+    if cue_driven is not None:
+        manifest["cue_driven"] = cue_driven
     (out / "points_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(_table(counts, args.levels, args.ks, split.counts()))
+    if cue_driven is not None:
+        print(f"cue-driven points (meta.cue_driven): {cue_driven}")
     print(f"wrote {out}/points_{{train,val,test}}.jsonl, splits.json, points_manifest.json")
     return 0
 

@@ -27,8 +27,14 @@ class DemoWorld:
     """
 
     def __init__(self, path: Path, events: list[Event], recordings: list[Recording],
-                 transcript: list[dict[str, Any]], meta: dict[str, Any]):
+                 transcript: list[dict[str, Any]], meta: dict[str, Any], cues: list[dict[str, Any]] | None = None):
         self.path, self.events, self.recordings, self.transcript, self.meta = path, events, recordings, transcript, meta
+        # Cue-driven switches (egohorizon.data.demo_cues): None unless the world was made with them.
+        self.cues = None
+        if cues is not None:
+            from egohorizon.data.demo_cues import CueIndex
+
+            self.cues = CueIndex(cues)
 
     @property
     def seed(self) -> int:
@@ -75,7 +81,13 @@ class DemoWorld:
 
         if size < 16:
             raise ValueError(f"frame size must be at least 16 pixels, got {size}")
-        return render(self.action_at(session_id, t), self.seed, session_id, t, size)
+        image, gaze, confidence = render(self.action_at(session_id, t), self.seed, session_id, t, size)
+        cue = self.cues.at(session_id, t) if self.cues is not None else None
+        if cue is not None:
+            from egohorizon.data.demo_cues import overlay
+
+            image, gaze, confidence = overlay(image, gaze, confidence, cue, t, size)
+        return image, gaze, confidence
 
     def utterances(self, session_id: str, start: float, end: float) -> list[dict[str, Any]]:
         """Transcript entries of a session that overlap [start, end)."""
@@ -116,4 +128,11 @@ def load_demo_world(path: str | Path | None = None) -> DemoWorld:
         raise DataError(f"{path / 'world.json'}: invalid JSON ({error.msg} at line {error.lineno})") from None
     events = load_jsonl(path / "events.jsonl", Event)
     recordings = load_jsonl(path / "recordings.jsonl", Recording)
-    return DemoWorld(path, events, recordings, _read_transcript(path / "transcript.jsonl"), meta)
+    cues = None
+    if "cue_switches" in meta:
+        from egohorizon.data.demo_cues import CUES_FILE, read_cues
+
+        if not (path / CUES_FILE).is_file():
+            raise DataError(f"{path}: world.json says cue_switches but {CUES_FILE} is missing")
+        cues = read_cues(path / CUES_FILE)
+    return DemoWorld(path, events, recordings, _read_transcript(path / "transcript.jsonl"), meta, cues=cues)

@@ -36,14 +36,16 @@ def default_demo_dir() -> Path:
 
 
 def generate_demo_world(out: str | Path | None = None, seed: int = 0, participants: int = DEFAULT_PARTICIPANTS,
-                        weeks: int = DEFAULT_WEEKS) -> Path:
+                        weeks: int = DEFAULT_WEEKS, cue_switches: bool = False) -> Path:
     """Simulates the world and writes events.jsonl, recordings.jsonl, transcript.jsonl and
-    world.json into ``out`` (created if needed; other files there are left alone). Returns ``out``."""
-    return build_demo_world(out, seed=seed, participants=participants, weeks=weeks).path
+    world.json into ``out`` (created if needed; other files there are left alone). Returns ``out``.
+    ``cue_switches`` also writes ``cues.jsonl`` (``egohorizon.data.demo_cues``); the other files are
+    the same either way."""
+    return build_demo_world(out, seed=seed, participants=participants, weeks=weeks, cue_switches=cue_switches).path
 
 
 def build_demo_world(out: str | Path | None = None, seed: int = 0, participants: int = DEFAULT_PARTICIPANTS,
-                     weeks: int = DEFAULT_WEEKS) -> DemoWorld:
+                     weeks: int = DEFAULT_WEEKS, cue_switches: bool = False) -> DemoWorld:
     """Like ``generate_demo_world``, and returns the world as written, without reading it back."""
     from egohorizon.data.demo.generate import simulate_world
 
@@ -57,16 +59,33 @@ def build_demo_world(out: str | Path | None = None, seed: int = 0, participants:
     write_jsonl(out / "transcript.jsonl", records.transcript)
     meta["counts"] = {"events": len(records.events), "recordings": len(records.recordings),
                       "utterances": len(records.transcript)}
+    cues = None
+    if cue_switches:  # only then: the default world.json stays byte for byte what it was
+        from egohorizon.data import demo_cues
+
+        cues = demo_cues.make_cues(records.events, seed)
+        demo_cues.write_cues(out, cues)
+        meta["cue_switches"] = {**demo_cues.settings(), "cues": len(cues)}
     meta["generation_s"] = round(time.perf_counter() - began, 2)
     tmp = out / f".world.json.tmp-{os.getpid()}"
     tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     os.replace(tmp, out / "world.json")
     log.info("demo world written to %s in %.1f s (%d events, %d sessions)", out, meta["generation_s"],
              len(records.events), len(records.recordings))
-    return DemoWorld(out, records.events, records.recordings, records.transcript, meta)
+    return DemoWorld(out, records.events, records.recordings, records.transcript, meta, cues=cues)
 
 
-def is_current(path: Path, seed: int, participants: int, weeks: int) -> bool:
+def _cue_settings_match(meta: dict, cue_switches: bool) -> bool:
+    if not cue_switches:
+        return "cue_switches" not in meta
+    from egohorizon.data import demo_cues
+
+    recorded = dict(meta.get("cue_switches") or {})
+    recorded.pop("cues", None)
+    return recorded == demo_cues.settings()
+
+
+def is_current(path: Path, seed: int, participants: int, weeks: int, cue_switches: bool = False) -> bool:
     """Whether ``path`` holds a complete world made by this generator (version and code) with these
     arguments."""
     from egohorizon.data.demo.generate import GENERATOR_VERSION, code_digest
@@ -77,7 +96,8 @@ def is_current(path: Path, seed: int, participants: int, weeks: int) -> bool:
         return False
     return (meta.get("version") == GENERATOR_VERSION and meta.get("code") == code_digest()
             and meta.get("seed") == seed and meta.get("weeks") == weeks
-            and len(meta.get("participants", [])) == participants and all((path / f).is_file() for f in FILES))
+            and len(meta.get("participants", [])) == participants and all((path / f).is_file() for f in FILES)
+            and _cue_settings_match(meta, cue_switches))
 
 
 @contextlib.contextmanager
@@ -98,15 +118,15 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def ensure_demo_world(path: str | Path | None = None, seed: int = 0, participants: int = DEFAULT_PARTICIPANTS,
-                      weeks: int = DEFAULT_WEEKS) -> Path:
+                      weeks: int = DEFAULT_WEEKS, cue_switches: bool = False) -> Path:
     """Returns the world's folder, generating it first if it is missing, incomplete, or was made by
-    another generator version or with other arguments."""
+    another generator version or with other arguments (``cue_switches`` included)."""
     path = Path(path) if path is not None else default_demo_dir()
-    if is_current(path, seed, participants, weeks):
+    if is_current(path, seed, participants, weeks, cue_switches):
         return path
     with _locked(path):
-        if not is_current(path, seed, participants, weeks):  # another process may have just made it
-            log.info("generating the demo world in %s (seed %d, %d participants, %d weeks)", path, seed,
-                     participants, weeks)
-            generate_demo_world(path, seed=seed, participants=participants, weeks=weeks)
+        if not is_current(path, seed, participants, weeks, cue_switches):  # another process may have just made it
+            log.info("generating the demo world in %s (seed %d, %d participants, %d weeks%s)", path, seed,
+                     participants, weeks, ", cue switches" if cue_switches else "")
+            generate_demo_world(path, seed=seed, participants=participants, weeks=weeks, cue_switches=cue_switches)
     return path
