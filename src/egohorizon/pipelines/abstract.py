@@ -9,8 +9,9 @@ event crosses a session boundary").
 - **Long runs** go in overlapping chunks of ``max_events``. Groups of a chunk that end before its last
   ``overlap`` events are kept; the next chunk starts at the first group not kept, so the groups near a
   chunk's edge are decided again with the events that follow them (boundary reconciliation).
-- **Invalid replies** (``parse_groups``) are asked again with the error shown to the model, up to
-  ``retries`` times, sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
+- **Invalid replies** (``parse_groups``) are asked again with the error shown to the model (a trained
+  adapter, which only learned single prompts, is asked the same prompt again), up to ``retries`` times,
+  sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
   repeatable); then the day fails (``DayFailed``) and is left out, never patched.
 - The built day is checked against the hierarchy invariants (``data.hierarchy``) before it counts.
 """
@@ -47,6 +48,9 @@ class AbstractSettings:
     temperature: float = 0.0
     # A retry samples (seed + attempt): greedy decoding of a model that ignores the error would repeat itself.
     retry_temperature: float = 0.7
+    # False for a trained adapter: it learned single prompts, and a conversation holding its bad reply and
+    # the error made it write nonsense (docs/abstraction.md); its retries sample the same prompt again.
+    show_error: bool = True
     seed: int = 0
     prompt: str | None = None  # a prompt name or .txt path; None: the bundled "abstract"
 
@@ -94,8 +98,9 @@ def ask_model(backend: LLMBackend, settings: AbstractSettings, counts: Counts) -
             except ReplyError as error:
                 counts.invalid += 1
                 counts.errors.append(str(error))
-                messages += [{"role": "assistant", "content": reply},
-                             {"role": "user", "content": retry_message(error, len(events))}]
+                if settings.show_error:
+                    messages += [{"role": "assistant", "content": reply},
+                                 {"role": "user", "content": retry_message(error, len(events))}]
         raise DayFailed("output", f"L{events[0].level} run of {len(events)} events from {events[0].id}: "
                                   f"{settings.retries + 1} invalid replies; last: {counts.errors[-1]}", raw=reply)
 

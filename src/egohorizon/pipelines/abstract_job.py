@@ -95,7 +95,8 @@ class AbstractJob:
                  workers: int = 1, retry_failed: bool = False) -> None:
         self.events_path, self.out = Path(events), Path(out)
         self.setup, self.workers, self.retry_failed = setup, max(1, workers), retry_failed
-        self.settings = AbstractSettings(**{**asdict(settings), "prompt": setup.prompt_path})
+        self.settings = AbstractSettings(**{**asdict(settings), "prompt": setup.prompt_path,
+                                            "show_error": setup.adapter is None})
         public = {k: v for k, v in asdict(self.settings).items() if k != "prompt"}
         self.provenance = {"model": setup.backend.model_id, "adapter": setup.adapter,
                            "prompt": {"name": setup.prompt_name, "version": setup.prompt_version},
