@@ -14,8 +14,9 @@ Frames come from a demo world rendered on demand: ``demo_dir`` (generated on fir
 ``cue_switches`` when set: then points are marked ``meta.cue_driven``). With ``frames: 0`` and
 ``gaze_crop: false`` the module is the text-only ``ForecastDataModule``, batch for batch.
 
-``memory`` (issue 15, item 3) adds the person's similar past moments and what followed them
-(``egohorizon.memory``; see ``datamodules.forecast_memory``) within ``memory_tokens`` tokens.
+``memory`` (issue 15, item 3) adds the person's past moments most like the present one and what followed
+them (``egohorizon.prompts.forecast_visual_memory`` over ``egohorizon.memory.MemoryIndex``), at most
+``memory_items`` of them within ``memory_tokens`` tokens; everything retrieved ends before ``t0``.
 """
 
 from __future__ import annotations
@@ -126,12 +127,24 @@ class VisualForecastDataModule(ForecastDataModule):
             if self.events_path:
                 raise ConfigError("the visual forecaster renders frames of a demo world: set data.demo_dir, "
                                   "not data.events")
-            self._world = load_demo_world(ensure_demo_world(self.demo_dir, cue_switches=self.cue_switches))
+            path = self._ready_world()
+            self._world = load_demo_world(path or ensure_demo_world(self.demo_dir, cue_switches=self.cue_switches))
             spans: dict[str, list[tuple[float, float]]] = {}
             for r in self._world.recordings:
                 spans.setdefault(r.participant, []).append((r.start, r.end))
             self._spans = {p: sorted(s) for p, s in spans.items()}
         return self._world
+
+    def _ready_world(self):
+        """A world already in ``demo_dir`` with the wanted cue option is used as it is (a test's small one,
+        or one of other arguments); otherwise the default-sized one is ensured there."""
+        import json
+        from pathlib import Path
+
+        if not self.demo_dir or not (Path(self.demo_dir) / "world.json").is_file():
+            return None
+        meta = json.loads((Path(self.demo_dir) / "world.json").read_text(encoding="utf-8"))
+        return self.demo_dir if ("cue_switches" in meta) == bool(self.cue_switches) else None
 
     def load_events(self):
         if self.events_path:
@@ -206,9 +219,17 @@ class VisualForecastDataModule(ForecastDataModule):
     def memory_lines(self, point: ForecastPoint) -> list[str]:
         if not self.memory:
             return []
-        from datamodules.forecast_memory import memory_lines
+        from egohorizon.prompts.forecast_visual_memory import memory_lines, past_situations
 
-        return memory_lines(self, point)
+        if self._memory is None:
+            from egohorizon.memory import MemoryIndex, text_embedder
+
+            self._memory = MemoryIndex.from_sources(self.load_events(), embed=text_embedder(self.memory_embedder),
+                                                    levels=self.levels)
+        count = None
+        if self.tokenizer is not None:
+            count = lambda text: len(self.tokenizer(text, add_special_tokens=False)["input_ids"])  # noqa: E731
+        return memory_lines(past_situations(self._memory, point, k=self.memory_items), self.memory_tokens, count)
 
     def grounded_text(self, point: ForecastPoint, image_mark: str | None = None) -> str:
         from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
