@@ -154,6 +154,11 @@ class VisualForecastDataModule(ForecastDataModule):
     def _build_points(self):
         points, events, split = super()._build_points()
         world = self.world() if self.events_path is None else None
+        if world is not None and world.cues is not None:  # marked before the points are saved
+            from egohorizon.data.demo_cues import mark_cue_points
+
+            for name in ("train", "val", "test"):
+                mark_cue_points(points[name], world.cues)
         if world is not None and world.cues is not None and self.keep_cue_driven_eval:
             # The eval cap samples ~4% cue-driven points; every held-out cue-driven point is added so the
             # cue-driven rows have enough points. The other points stay the capped, seeded sample.

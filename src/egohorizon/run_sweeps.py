@@ -27,6 +27,14 @@ SWEEPS = ("context", "levels")
 
 def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     name = cfg.sweep.name
+    if name == "grounding":  # issue 15: compares finished runs' scores, no model is loaded here
+        from omegaconf import OmegaConf
+
+        from egohorizon.pipelines.grounding import run_grounding_study
+
+        runs = OmegaConf.to_container(cfg.sweep.runs, resolve=True)
+        return {**run_grounding_study(runs, run_dir / "sweep_grounding", split=cfg.split,
+                                      n_boot=cfg.sweep.n_boot, seed=cfg.seed), "run_dir": str(run_dir)}
     if name not in SWEEPS:
         raise ConfigError(f"sweep.name: expected one of {SWEEPS}, got {name!r}")
     if (cfg.get("eval_task") or "forecast") != "forecast":
