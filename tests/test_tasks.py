@@ -17,8 +17,8 @@ def test_registry_builds_each_task_and_refuses_unknown_names():
     assert {"forecast", "qa"} <= set(TASKS)
     assert get_task("forecast", num_candidates=5).num_candidates == 5
     assert get_task("qa").name == "qa"
-    with pytest.raises(ValueError, match="unknown 'hands'.*forecast"):
-        get_task("hands")
+    with pytest.raises(ValueError, match="unknown 'segmentation'.*forecast"):
+        get_task("segmentation")
 
 
 def test_forecast_task_objective_follows_the_data_settings():
