@@ -24,3 +24,23 @@ def test_majority_position_is_scored_beside_the_model():
     assert m["test/majority_position_qa_avg_level3"] == pytest.approx(0.75)
     assert evaluation.baselines["majority_position"]["letter"] == "B"
     assert "test/majority_position_qa_avg" not in get_task("qa").evaluate(items, {}, "test").metrics
+
+
+def test_compare_rows_give_the_model_and_majority_position_overall_and_per_level():
+    items = [
+        _item("1", "Event Counting", "B"),  # level 3
+        _item("2", "Event Counting", "C"),  # level 3
+        _item("3", "Habit Inference", "A"),  # level 1
+    ]
+    task = get_task("qa")
+    evaluation = task.evaluate(items, {"1": "B", "3": "D"}, "test", majority_letter="B")
+    assert task.item_ids(evaluation) == ["1", "2", "3"]  # the unanswered item is still listed
+    rows = {(r["predictor"], r["level"]): r for r in task.compare_rows(evaluation)}
+    # Model: Event Counting 1/2 (item 2 unanswered = invalid), Habit Inference 0/1.
+    assert rows["model", "all"] == {"predictor": "model", "level": "all", "n": 3, "avg": 0.25,
+                                    "acc": pytest.approx(1 / 3), "invalid": 1}
+    assert rows["model", "3"]["avg"] == 0.5 and rows["model", "3"]["invalid"] == 1
+    assert rows["model", "1"] == {"predictor": "model", "level": "1", "n": 1, "avg": 0.0, "acc": 0.0, "invalid": 0}
+    # "B" everywhere: Event Counting 1/2, Habit Inference 0/1.
+    assert rows["majority-position", "all"]["avg"] == 0.25 and rows["majority-position", "all"]["invalid"] == 0
+    assert [r["level"] for r in task.compare_rows(evaluation)][:3] == ["all", "1", "3"]

@@ -66,7 +66,9 @@ class QATask(Task):
             majority = score_qa(items, {item.id: majority_letter for item in items}, task_levels)
             baselines["majority_position"] = {"letter": majority_letter, **majority}
             metrics.update(flat_metrics(majority, split, f"majority_position_{prefix}"))
-        return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=dict(predictions))
+        # Every scored item once, in order (an unanswered one as None), so compare can check the items.
+        candidates = {item.id: predictions.get(item.id) for item in items}
+        return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=candidates)
 
     def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
         if evaluation is None:
@@ -108,6 +110,44 @@ class QATask(Task):
             level = "" if r["level"] is None else str(r["level"])
             lines.append(f"{r['task']:>30} {level:>5} {r['n']:>5} {acc:>8} {r['invalid']:>7}")
         return "\n".join(lines + objective_line(objective))
+
+    # -- comparing checkpoints (egohorizon compare) -------------------------------------------------
+
+    compare_groups = ("level",)
+    compare_metrics = ("avg", "acc", "invalid")
+    plot_metrics = ("avg", "acc")
+    group_prefixes = {"level": "level"}
+    plot_reference = {"avg": (0.25, "chance (4 options)"), "acc": (0.25, "chance (4 options)")}
+    compare_guide = (
+        "Every checkpoint answered the same held-out multiple-choice questions. Avg is the accuracy "
+        "averaged over task types (macro, the paper's headline), Acc the accuracy over all items (micro); "
+        "per cognitive level (1 Schema Consolidation, 2 Episodic Indexing, 3 Cascading Reasoning) Avg "
+        "averages that level's task types. An answer that names no option or several is invalid and wrong, "
+        "never guessed. A checkpoint is useful where it beats chance and majority-position (the training "
+        "items' most frequent answer letter for every question)."
+    )
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        return list(evaluation.candidates)
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The model, then the majority-position baseline where it was scored: overall, then per level."""
+        reports = [("model", evaluation.report)]
+        if isinstance(evaluation.baselines.get("majority_position"), Mapping):
+            reports.append(("majority-position", evaluation.baselines["majority_position"]))
+        rows = []
+        for predictor, report in reports:
+            invalid_by_level: dict[str, int] = {}
+            for row in report["per_task"].values():
+                if row["level"] is not None:
+                    key = str(row["level"])
+                    invalid_by_level[key] = invalid_by_level.get(key, 0) + row["invalid"]
+            rows.append({"predictor": predictor, "level": "all", "n": report["n"], "avg": report["Avg"],
+                         "acc": report["Acc"], "invalid": report["invalid"]})
+            for level, row in report["per_level"].items():
+                rows.append({"predictor": predictor, "level": level, "n": row["n"], "avg": row["avg"],
+                             "acc": row["acc"], "invalid": invalid_by_level.get(level, 0)})
+        return rows
 
     def default_objective(self, data: Mapping[str, Any]) -> str:
         return "val/qa_avg"
