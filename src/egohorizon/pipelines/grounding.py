@@ -148,7 +148,7 @@ def plot(rows: Sequence[Mapping[str, Any]], names: Sequence[str], path: Path) ->
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(np.arange(len(rows)), labels, fontsize=8)
     ax.set_ylabel("S_norm (95% bootstrap CI)")
-    ax.set_title("Forecasting with frames and memory vs text only (held-out points)")
+    ax.set_title("Frames / memory vs text only (held-out points)", fontsize=10)
     ax.legend(fontsize=8)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
