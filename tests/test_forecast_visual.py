@@ -75,6 +75,7 @@ def test_prompt_with_frames_marks_each_image_before_now(world):
         render_grounded_prompt(point, [point.t0])
 
 
+@pytest.mark.slow  # points of a 2-week world built twice (~10 s CPU; a minute on a loaded machine)
 def test_frames_zero_is_the_text_only_forecaster(world):
     """Same points (cue marks aside), same prompts and corpus, and the parent's loaders."""
     text = ForecastDataModule(demo_dir=str(world), **DATA)
@@ -87,6 +88,7 @@ def test_frames_zero_is_the_text_only_forecaster(world):
     assert not visual.grounded
 
 
+@pytest.mark.slow  # points of a 2-week world built twice (~10 s CPU; a minute on a loaded machine)
 def test_cue_driven_held_out_points_are_all_kept(world):
     module = _visual(world)
     points = module.prepare_points()
@@ -98,6 +100,7 @@ def test_cue_driven_held_out_points_are_all_kept(world):
     assert any(p.meta["cue_driven"] for p in points["test"])
 
 
+@pytest.mark.slow  # builds a tiny VLM and renders frames (~20 s on a loaded machine)
 def test_batches_for_the_tiny_vlm(world, tmp_path):
     from egohorizon.backbones import TinyBackbone
 

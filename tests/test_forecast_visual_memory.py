@@ -74,6 +74,7 @@ def test_lines_fill_a_fixed_budget():
     assert memory_lines(situations, budget=25, count_tokens=len) == []  # a 52-character line costs 53
 
 
+@pytest.mark.slow  # a 2-week world, its points and the memory index (~1 min on a loaded machine)
 def test_the_datamodule_puts_memory_in_the_prompt(tmp_path):
     from datamodules.forecast_visual import VisualForecastDataModule
 
