@@ -186,6 +186,8 @@ class VisualForecastDataModule(ForecastDataModule):
         return points
 
     def frame_times(self, point: ForecastPoint) -> list[float]:
+        if self.frames == 0:  # memory only: no world needed (an events file such as EPIC-KITCHENS works)
+            return []
         self.world()
         return frames_before(self._spans.get(point.participant, []), point.t0, self.frames, self.frame_stride)
 

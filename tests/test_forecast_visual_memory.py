@@ -87,3 +87,8 @@ def test_the_datamodule_puts_memory_in_the_prompt(tmp_path):
     block = text[text.index("Similar moments"):text.index("\nNow: ")].splitlines()[1:]
     assert 1 <= len(block) <= 4 and sum(len(x.split()) for x in block) <= 60
     assert all(" -> then: " in x for x in block)
+    # memory only from an events file (EPIC-KITCHENS' way): no demo world is needed
+    from_file = VisualForecastDataModule(events=str(tmp_path / "w" / "events.jsonl"), frames=0, gaze_crop=False,
+                                         memory=True, memory_tokens=60, levels=(2,), ks=(1,), n_context=5,
+                                         min_history_days=2, max_train_points=5, max_eval_points=3)
+    assert from_file.grounded_text(from_file.prepare_points()["test"][-1], image_mark="") == text
