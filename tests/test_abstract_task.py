@@ -69,3 +69,19 @@ def test_items_are_cut_at_fixed_positions_with_clipped_gold():
     assert items[1].gold == [Group(0, 0, "make tea"), Group(1, 1, "read")]
     assert gold_compression(items) == {1: 5 / 4}
     assert make_items(parents + children, days={"p/2025-03-04"}, levels=(1,)) == []
+
+def test_compare_rows_hold_the_model_and_both_baselines_overall_and_per_level():
+    task = get_task("abstract")
+    texts = ["boil water", "pour water", "steep tea", "open book", "read page", "read page"]
+    a = item(texts, [Group(0, 2, "make tea"), Group(3, 5, "read")], name="a")
+    b = item(["open box", "open lid"], [Group(0, 1, "unpack")], level=2, name="b")
+    evaluation = task.evaluate([a, b], {"a": [Group(0, 3, "make tea"), Group(4, 5, "study")]}, "val",
+                               embedder=ExactEmbedder(), train_compression={1: 2.0})
+    assert task.item_ids(evaluation) == ["a", "b"]  # b has no prediction and is still listed
+    rows = {(r["predictor"], r["level"]): r for r in task.compare_rows(evaluation)}
+    assert set(rows) == {(p, lv) for p in ("model", "fixed-chunks", "verb-change") for lv in ("all", "L2", "L3")}
+    # the same figures as the hand-checked report above
+    assert (rows["model", "L2"]["f1"], rows["model", "L2"]["description"], rows["model", "L2"]["n"]) == (1.0, 0.5, 1)
+    assert rows["model", "all"]["invalid"] == 1 and rows["model", "all"]["n"] == 2
+    assert rows["fixed-chunks", "L2"]["f1"] == pytest.approx(2 / 3)
+    assert rows["verb-change", "L2"]["f1"] == 0.5

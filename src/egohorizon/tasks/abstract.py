@@ -148,7 +148,35 @@ class AbstractTask(Task):
         metrics = flat_metrics(report, split, prefix)
         for name, baseline in baselines.items():
             metrics.update(flat_metrics(baseline, split, f"{name}_{prefix}"))
-        return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=dict(predictions))
+        # Every scored item once, in order (an unanswered one as None), so compare can check the items.
+        candidates = {item.id: predictions.get(item.id) for item in items}
+        return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=candidates)
+
+    # -- comparing checkpoints (egohorizon compare) -------------------------------------------------
+
+    compare_groups = ("level",)
+    compare_metrics = ("f1", "precision", "recall", "description", "compression", "gold_compression", "invalid")
+    plot_metrics = ("f1", "description")
+    compare_guide = (
+        "Every checkpoint grouped the same held-out runs of consecutive events. Boundary F1 matches predicted "
+        "and gold group boundaries one to one within one event; the description score compares each gold "
+        "parent's text with the predicted group overlapping it most (embedding similarity, 1 = same meaning); "
+        "compression is events per group (the gold's beside it). Level L2 means L1 events grouped into L2. A "
+        "checkpoint is useful where it beats fixed chunks (the training days' gold compression) and verb change "
+        "(a cut where the most frequent verb changes). An unparseable reply is invalid and scores no boundary."
+    )
+
+    def item_ids(self, evaluation: Evaluation) -> list[str]:
+        return list(evaluation.candidates)
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The model, then each baseline: overall (level "all"), then per level."""
+        rows = []
+        for predictor, report in (("model", evaluation.report), *evaluation.baselines.items()):
+            for level, row in [("all", report["overall"]), *report["per_level"].items()]:
+                rows.append({"predictor": predictor.replace("_", "-"), "level": level, "n": row.get("n", 0),
+                             **{name: row.get(name) for name in self.compare_metrics}})
+        return rows
 
     def prediction_fields(self, prediction: list[Group] | None) -> dict[str, Any] | None:
         if prediction is None:
