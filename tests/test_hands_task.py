@@ -68,6 +68,26 @@ def test_evaluate_perfect_empty_and_baselines():
     assert task.prediction_fields(None) is None
 
 
+def test_compare_rows_hold_the_overall_score_then_each_annotation_type():
+    task = get_task("hands")
+    item = _item()
+    mapping = ResizeMapping(item.original, item.resized)
+    text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
+                     + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
+                        "caption left 0-2 the left hand holds the cup"])
+    evaluation = task.evaluate([item], {"c1": task.parse([text], item)}, "val",
+                               baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+    rows = task.compare_rows(evaluation)
+    assert rows[0] == {"predictor": "model", "annotation": "all", "n": 1, "score": 0.75, "semantic_f1": None}
+    by = {(r["predictor"], r["annotation"]): r for r in rows}
+    # the same figures as the hand-checked test above: 4 of 4 annotated boxes, subtask PSJ 1, action PSJ 0
+    assert by["model", "boxes"]["score"] == 1.0 and by["model", "boxes"]["n"] == 4
+    assert by["mediapipe", "boxes"]["score"] == 0.0
+    assert by["model", "subtask"]["score"] == 1.0 and by["model", "hand_action"]["score"] == 0.0
+    assert by["most-common-whole", "subtask"]["score"] == 1.0
+    assert task.item_ids(task.evaluate([item], {}, "test")) == ["c1"]  # listed without any output
+
+
 def test_frame_times_follow_the_rate():
     from datamodules.hands import frame_times
 

@@ -115,8 +115,10 @@ class HandsTask(Task):
             wanted = {item.id for item in items}
             chosen = [_record(BoxPrediction, b, baseline_name) for b in baseline_boxes if b["clip"] in wanted]
             baselines["boxes"] = {baseline_name: centroid_hit_fraction(gold_boxes, chosen)}
+        # Every scored clip once, in order (one without output as None), so compare can check the items.
+        candidates = {item.id: predictions.get(item.id) for item in items}
         return Evaluation(report=report, baselines=baselines, metrics=self._flat(report, baselines, split),
-                          candidates=dict(predictions))
+                          candidates=candidates)
 
     def _flat(self, report: Mapping[str, Any], baselines: Mapping[str, Any], split: str) -> dict[str, float]:
         out: dict[str, float] = {f"{split}/hands_n": float(report["n"]),
@@ -197,4 +199,32 @@ class HandsTask(Task):
         return {"boxes": prediction["boxes"], "segments": prediction["segments"], "invalid": prediction["invalid"]}
 
     def item_ids(self, evaluation: Evaluation) -> list[str]:
-        return sorted(evaluation.candidates)
+        return list(evaluation.candidates)
+
+    # -- comparing checkpoints (egohorizon compare) -------------------------------------------------
+
+    compare_groups = ("annotation",)
+    compare_metrics = ("score", "semantic_f1")
+    plot_metrics = ("score",)
+    compare_guide = (
+        "Every checkpoint annotated the same held-out clips. The score is the centroid hit fraction for boxes "
+        "(a gold box counts when the predicted box of the same hand, interpolated to its frame, has its "
+        "centre inside it) and the permissible subsegment Jaccard (PSJ) for subtasks, hand actions and hand "
+        "captions; semantic F1 is the WGO-style matching of segment texts. The model's overall row averages "
+        "its four scores (val/hands_score). A checkpoint is useful where it beats the degenerate baselines "
+        "(whole clip, fixed windows, the clip's most common true label) and, on boxes, the MediaPipe detector."
+    )
+
+    def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
+        """The model's overall score (the mean of its four), then per annotation type the model and every
+        baseline scored on it; ``n`` is annotated frames for boxes and clips for the segment types."""
+        flat = self._flat(evaluation.report, evaluation.baselines, "x")
+        rows = [{"predictor": "model", "annotation": "all", "n": evaluation.report["n"],
+                 "score": flat.get("x/hands_score"), "semantic_f1": None}]
+        for row in self.summary_rows(evaluation):
+            boxes = row["annotation"] == "boxes"
+            rows.append({"predictor": row["predictor"].replace("_", "-"), "annotation": row["annotation"],
+                         "n": row["annotated"] if boxes else row["n_clips"],
+                         "score": row["chf"] if boxes else row["psj"],
+                         "semantic_f1": None if boxes else row["semantic_f1"]})
+        return rows
