@@ -79,3 +79,14 @@ def test_the_evaluation_callback_refuses_an_unknown_task_when_built():
 
     with pytest.raises(ValueError, match="unknown 'captions'"):
         GenerationEvalCallback(task="captions")
+
+
+def test_the_summary_title_names_the_split():
+    from egohorizon.schema import QAItem
+
+    task = get_task("qa")
+    items = [QAItem(id="1", participant="p", task="Event Counting", question="?", options=["a", "b", "c", "d"],
+                    answer="B")]
+    rows = task.summary_rows(task.evaluate(items, {"1": "B"}, "val"))
+    assert task.format_summary(rows).startswith("Held-out test days")  # what a training run prints
+    assert task.format_summary(rows, title="Held-out val days").startswith("Held-out val days: multiple-choice")

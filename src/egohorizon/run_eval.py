@@ -296,7 +296,7 @@ def evaluate_task_model(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any],
         "metrics": dict(evaluation.metrics),
         "reports": {"model": evaluation.report, **evaluation.baselines},
         "rows": rows,
-        "text": task.format_summary(rows),
+        "text": task.format_summary(rows, title=f"Held-out {cfg.split} days"),
         "evaluation": evaluation,
     }
     return result, model

@@ -58,8 +58,10 @@ class Task(ABC):
         """One row per group the evaluation holds, model next to baselines."""
 
     @abstractmethod
-    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
-        """The table printed at the end of a run."""
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
+                       title: str = "Held-out test days") -> str:
+        """The table printed at the end of a run; ``title`` names the split (eval.py split=val: "Held-out
+        val days")."""
 
     @abstractmethod
     def default_objective(self, data: Mapping[str, Any]) -> str:

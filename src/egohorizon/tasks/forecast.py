@@ -187,7 +187,8 @@ def summary_rows(evaluation: Evaluation | None) -> list[dict[str, Any]]:
     return rows
 
 
-def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
+                   title: str = "Held-out test days") -> str:
     """The table ``make demo`` ends with: every (source, level, K) of the held-out test days, and the
     validation objective that chose the checkpoint."""
     if not rows:
@@ -198,7 +199,7 @@ def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | No
 
     width = max(6, *(len(str(r["source"])) for r in rows))
     lines = [
-        "Held-out test days: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
+        f"{title}: normalised score S_norm (raw S in brackets); 0 = chance, 1 = perfect",
         f"{'source':>{width}} {'L':>2} {'K':>3} {'n':>5}  {'trained model':>22}  {'repeat-last':>17}  {'random':>17}",
     ]
     for r in rows:
@@ -282,8 +283,9 @@ class ForecastTask(Task):
     def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
         return summary_rows(evaluation)
 
-    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
-        return format_summary(rows, objective)
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
+                       title: str = "Held-out test days") -> str:
+        return format_summary(rows, objective, title)
 
     def headline(self, evaluation: Evaluation) -> str:
         overall = evaluation.report["overall"]

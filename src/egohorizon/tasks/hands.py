@@ -162,14 +162,15 @@ class HandsTask(Task):
                     rows.append({"annotation": kind, "predictor": name, **kinds[kind]})
         return rows
 
-    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
+                       title: str = "Held-out test days") -> str:
         if not rows:
             return "(no test scores: was the test split empty?)"
 
         def num(value):
             return "n/a" if value is None else f"{value:.3f}"
 
-        lines = ["Held-out test days: hands", f"{'annotation':>13} {'predictor':>18} {'CHF/PSJ':>8} {'F1':>6}  detail"]
+        lines = [f"{title}: hands", f"{'annotation':>13} {'predictor':>18} {'CHF/PSJ':>8} {'F1':>6}  detail"]
         for r in rows:
             if r["annotation"] == "boxes":
                 detail = f"hits {r['hits']}/{r['annotated']}, false-positive frames {r['false_positive_frames']}"

@@ -98,11 +98,12 @@ class QATask(Task):
             {"task": "chance", "level": None, "n": report["n"], "acc": report["chance"], "invalid": 0},
         ]
 
-    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None) -> str:
+    def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
+                       title: str = "Held-out test days") -> str:
         if not rows:
             return "(no test scores: was the test split empty?)"
         lines = [
-            "Held-out test days: multiple-choice accuracy",
+            f"{title}: multiple-choice accuracy",
             f"{'task':>30} {'level':>5} {'n':>5} {'accuracy':>8} {'invalid':>7}",
         ]
         for r in rows:
