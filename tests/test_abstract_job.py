@@ -1,13 +1,17 @@
 """egohorizon abstract against a loopback OpenAI-compatible server started here, which answers each
 prompt by a rule (consecutive events with the same first word form a group, at most four) and can be
 told to answer invalidly: once (the retry must show the error and succeed) or always (the day fails and
-is left out). Chunking, caching, resume after a torn write, and the hierarchy invariants."""
+is left out); model "balanced" cuts a run by how much of it the prompt shows. Chunking (the last chunk of a
+long session holds the full --max-events, its overlap reconciled), caching, resume after a torn write, and
+the hierarchy invariants."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import threading
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -27,6 +31,21 @@ def rule_reply(prompt: str) -> str:
         if i == len(texts) or texts[i].split()[0] != texts[first].split()[0] or i - first == 4:
             groups.append(f"{first}-{i - 1}: handle {texts[first].split()[0]} matters")
             first = i
+    return "\n".join(groups)
+
+
+def balanced_reply(prompt: str) -> str:
+    """Model "balanced": a run of events with the same first word becomes ceil(length / 3) groups of near-equal
+    size, so how a run is cut depends on how much of it the prompt shows (unlike ``rule_reply``)."""
+    verbs = [m.group(2).split()[0] for m in _EVENT.finditer(prompt)]
+    groups, first = [], 0
+    for verb, run in itertools.groupby(verbs):
+        length = len(list(run))
+        parts = -(-length // 3)
+        for part in range(parts):
+            size = length // parts + (part < length % parts)
+            groups.append(f"{first}-{first + size - 1}: {verb} for a while")
+            first += size
     return "\n".join(groups)
 
 
@@ -50,6 +69,8 @@ class RuleServer:
                     answer = "Here are the groups: breakfast, then work."
                 elif "flaky" in prompt and len(messages) == 1:
                     answer = "0-0: start\n2-3: skip one"
+                elif body.get("model") == "balanced":
+                    answer = balanced_reply(prompt)
                 else:
                     answer = rule_reply(prompt)
                 data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]})
@@ -185,3 +206,92 @@ def test_bad_input_lines_are_counted(tmp_path, server, capsys):
     code, report = run(capsys, path, "--out", tmp_path / "h", "--levels", 2, "--model", "rule",
                        "--base-url", server.url)
     assert code == 0 and report["input"]["bad_lines"] == 2 and "l1.jsonl:9" in report["input"]["defects"][0]
+
+
+# The last chunk of a long session holds the full --max-events (a model trained on runs of that length fails
+# on a short remainder): it starts before the kept groups end and the overlap is reconciled.
+
+_THING = re.compile(r"the thing (\d+)")
+
+
+def l1_requests(server) -> list[tuple[int, int]]:
+    """The first and last event (day index) of every L1 prompt the server saw, in order."""
+    spans = []
+    for messages in server.requests:
+        indices = [int(i) for i in _THING.findall(messages[0]["content"])]
+        if indices:
+            spans.append((indices[0], indices[-1]))
+    return spans
+
+
+def groups_of(out, level=2) -> list[tuple[int, int]]:
+    """The built groups as (first, last) L1 day indices, from the children ids."""
+    events = load_jsonl(out / "events.jsonl", Event)
+    return sorted((int(e.children[0][-4:]), int(e.children[-1][-4:])) for e in events if e.level == level)
+
+
+def one_session(tmp_path, verbs: list[str]):
+    path = tmp_path / "one.jsonl"
+    events = day_events("p1", "2025-03-03", len(verbs), 1740990000, sessions=1)
+    write_jsonl(path, [replace(e, text=f"{v} the thing {i}") for i, (e, v) in enumerate(zip(events, verbs, strict=True))])
+    return path
+
+
+def test_the_last_chunk_is_full_and_the_hierarchy_valid_and_repeatable(tmp_path, server, capsys):
+    path = tmp_path / "one.jsonl"
+    write_jsonl(path, day_events("p1", "2025-03-03", 30, 1740990000, sessions=1))
+    out = tmp_path / "h"
+    args = ["--levels", 5, "--model", "rule", "--base-url", server.url, "--max-events", 12, "--overlap", 3]
+    code, report = run(capsys, path, "--out", out, *args)
+    assert code == 0 and report["days_ok"] == 1 and report["hierarchy_ok"], report["hierarchy_problems"]
+    # chunks [0,12) keeps groups ending before 9 -> 6; [6,18) -> 14; [14,26) -> 23; the 7 events left are
+    # asked as the run's last 12 (18-29), not alone (23-29)
+    assert l1_requests(server) == [(0, 11), (6, 17), (14, 25), (18, 29)]
+    # the last chunk agrees at event 23 (read | open): the kept groups stay, its groups from 23 are added,
+    # and the result is that of one unchunked request
+    assert groups_of(out) == [(0, 1), (2, 4), (5, 5), (6, 9), (10, 10), (11, 11), (12, 13), (14, 16),
+                              (17, 17), (18, 21), (22, 22), (23, 23), (24, 25), (26, 28), (29, 29)]
+    code, whole = run(capsys, path, "--out", tmp_path / "whole", "--levels", 2, "--model", "rule",
+                      "--base-url", server.url, "--max-events", 30, "--no-cache")
+    assert whole["days_ok"] == 1 and groups_of(tmp_path / "whole") == groups_of(out)
+    events = load_jsonl(out / "events.jsonl", Event)
+    assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3, 4, 5}
+    l1 = [e for e in events if e.level == 1]
+    l2_children = [c for e in events if e.level == 2 for c in e.children]
+    assert sorted(l2_children) == sorted(e.id for e in l1)  # every event in exactly one group, none twice
+    # a rerun asks nothing and writes the same bytes; a fresh uncached run writes the same events too
+    before, calls = (out / "events.jsonl").read_bytes(), len(server.requests)
+    code, again = run(capsys, path, "--out", out, *args)
+    assert code == 0 and again["days_done_now"] == 0 and len(server.requests) == calls
+    assert (out / "events.jsonl").read_bytes() == before
+    code, fresh = run(capsys, path, "--out", tmp_path / "fresh", *args, "--no-cache")
+    assert code == 0 and fresh["hierarchy_ok"] and (tmp_path / "fresh" / "events.jsonl").read_bytes() == before
+
+
+def test_the_overlap_is_cut_at_the_latest_boundary_both_answers_share(tmp_path, server, capsys):
+    """Model "balanced" cuts a run by how much of it it sees: the first chunk (0-7) sees four "pour" and
+    answers 4-5 | 6-7; the last chunk (1-8) sees five and answers 4-6 | 7-8. Kept before the overlap: 0 | 1-3
+    | 4-5. The latest boundary both share up to 6 is 4: 0 and 1-3 stay, the last chunk decides from 4."""
+    path = one_session(tmp_path, ["pour", "type", "type", "type", "pour", "pour", "pour", "pour", "pour"])
+    code, report = run(capsys, path, "--out", tmp_path / "h", "--levels", 2, "--model", "balanced",
+                       "--base-url", server.url, "--max-events", 8, "--overlap", 2, "--no-cache")
+    assert code == 0 and report["days_ok"] == 1 and report["hierarchy_ok"]
+    assert l1_requests(server) == [(0, 7), (1, 8)]
+    assert groups_of(tmp_path / "h") == [(0, 0), (1, 3), (4, 6), (7, 8)]  # 4-5 was not kept next to 4-6
+    run(capsys, path, "--out", tmp_path / "whole", "--levels", 2, "--model", "balanced", "--base-url", server.url,
+        "--max-events", 9, "--no-cache")
+    assert groups_of(tmp_path / "whole") == groups_of(tmp_path / "h")
+
+
+def test_without_a_shared_boundary_the_short_remainder_is_asked(tmp_path, server, capsys):
+    """22 "type" events, groups of at most four from each prompt's start: the last chunk (10-21) answers
+    10 | 14 | 18, the kept groups 0 | 4 | 8 | 12 and end at 16: nothing shared, so 16-21 is asked alone."""
+    path = one_session(tmp_path, ["type"] * 22)
+    out = tmp_path / "h"
+    code, report = run(capsys, path, "--out", out, "--levels", 2, "--model", "rule", "--base-url", server.url,
+                       "--max-events", 12, "--overlap", 3)
+    assert code == 0 and report["days_ok"] == 1 and report["hierarchy_ok"]
+    assert l1_requests(server) == [(0, 11), (8, 19), (10, 21), (16, 21)]
+    assert groups_of(out) == [(0, 3), (4, 7), (8, 11), (12, 15), (16, 19), (20, 21)]
+    day = json.loads((out / "days.jsonl").read_text().splitlines()[0])
+    assert (day["counts"]["chunks"], day["counts"]["short_tails"]) == (4, 1)

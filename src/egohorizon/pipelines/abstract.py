@@ -9,6 +9,12 @@ event crosses a session boundary").
 - **Long runs** go in overlapping chunks of ``max_events``. Groups of a chunk that end before its last
   ``overlap`` events are kept; the next chunk starts at the first group not kept, so the groups near a
   chunk's edge are decided again with the events that follow them (boundary reconciliation).
+- **The last chunk of a long run is full**: it holds the run's last ``max_events`` events, starting before
+  the kept groups end, because a model trained on runs of ``max_events`` events fails on a short
+  remainder (docs/abstraction.md). The overlap is reconciled at the latest boundary both answers share:
+  the kept groups before it stay, the last chunk's groups from it on are added, so no event is grouped
+  twice. When the two answers share no boundary in the overlap, the short remainder is asked on its own
+  (counted in ``short_tails``), as before.
 - **Invalid replies** (``parse_groups``) are asked again with the error shown to the model (a trained
   adapter, which only learned single prompts, is asked the same prompt again), up to ``retries`` times,
   sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
@@ -69,10 +75,12 @@ class Counts:
     calls: int = 0
     invalid: int = 0
     chunks: int = 0
+    short_tails: int = 0  # last chunks asked short: the full last chunk shared no boundary with the kept groups
     errors: list[str] = field(default_factory=list)  # the invalid replies' messages, for the report
 
     def to_dict(self) -> dict[str, Any]:
-        return {"calls": self.calls, "invalid": self.invalid, "chunks": self.chunks, "errors": self.errors[:20]}
+        return {"calls": self.calls, "invalid": self.invalid, "chunks": self.chunks,
+                "short_tails": self.short_tails, "errors": self.errors[:20]}
 
 
 Ask = Callable[[Sequence[Event]], list[Group]]
@@ -111,6 +119,8 @@ def group_run(events: Sequence[Event], ask: Ask, settings: AbstractSettings, cou
     """The groups of one run (indices into ``events``), chunked when the run is long."""
     n, position, groups = len(events), 0, []
     while position < n:
+        if position > 0 and n - position < settings.max_events:  # what is left is short: ask a full last chunk
+            return reconcile_last_chunk(events, groups, ask, settings, counts)
         end = min(n, position + settings.max_events)
         counts.chunks += 1
         chunk = ask(events[position:end])
@@ -119,6 +129,29 @@ def group_run(events: Sequence[Event], ask: Ask, settings: AbstractSettings, cou
         groups += [Group(position + g.first, position + g.last, g.text) for g in chunk]
         position += chunk[-1].last + 1
     return groups
+
+
+def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, settings: AbstractSettings,
+                         counts: Counts) -> list[Group]:
+    """The run's groups: ``kept`` (covering events before ``position``) joined to the groups of the run's
+    last ``max_events`` events, cut at the latest boundary both share.
+
+    The kept groups were decided with the events after them in view; the last chunk's first groups were
+    not (the chunk starts wherever ``n - max_events`` falls), so the kept groups win up to the cut and the
+    last chunk decides from it on. Falls back to asking the short remainder when no boundary is shared.
+    """
+    n, position = len(events), kept[-1].last + 1
+    start = n - settings.max_events
+    counts.chunks += 1
+    last = [Group(start + g.first, start + g.last, g.text) for g in ask(events[start:])]
+    kept_bounds = {g.first for g in kept} | {position}
+    cuts = [g.first for g in last if g.first in kept_bounds and g.first <= position]
+    if cuts:
+        cut = max(cuts)
+        return [g for g in kept if g.last < cut] + [g for g in last if g.first >= cut]
+    counts.short_tails += 1
+    counts.chunks += 1
+    return kept + [Group(position + g.first, position + g.last, g.text) for g in ask(events[position:])]
 
 
 def runs(events: Sequence[Event]) -> list[list[Event]]:
