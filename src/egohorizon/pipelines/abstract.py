@@ -13,8 +13,8 @@ event crosses a session boundary").
   the kept groups end, because a model trained on runs of ``max_events`` events fails on a short
   remainder (docs/abstraction.md). The overlap is reconciled at the latest boundary both answers share:
   the kept groups before it stay, the last chunk's groups from it on are added, so no event is grouped
-  twice. When the two answers share no boundary in the overlap, the short remainder is asked on its own
-  (counted in ``short_tails``), as before.
+  twice. When the two answers share no boundary in the overlap, the events from the first kept boundary
+  inside the last chunk are asked on their own (a shorter request, counted in ``short_tails``).
 - **Invalid replies** (``parse_groups``) are asked again with the error shown to the model (a trained
   adapter, which only learned single prompts, is asked the same prompt again), up to ``retries`` times,
   sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
@@ -75,7 +75,7 @@ class Counts:
     calls: int = 0
     invalid: int = 0
     chunks: int = 0
-    short_tails: int = 0  # last chunks asked short: the full last chunk shared no boundary with the kept groups
+    short_tails: int = 0  # shorter last chunks: the full one shared no boundary with the kept groups
     errors: list[str] = field(default_factory=list)  # the invalid replies' messages, for the report
 
     def to_dict(self) -> dict[str, Any]:
@@ -138,7 +138,8 @@ def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, s
 
     The kept groups were decided with the events after them in view; the last chunk's first groups were
     not (the chunk starts wherever ``n - max_events`` falls), so the kept groups win up to the cut and the
-    last chunk decides from it on. Falls back to asking the short remainder when no boundary is shared.
+    last chunk decides from it on. When no boundary is shared, the remainder from the first kept boundary
+    inside the last chunk is asked alone (as long as it can be while starting where a kept group starts).
     """
     n, position = len(events), kept[-1].last + 1
     start = n - settings.max_events
@@ -149,9 +150,13 @@ def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, s
     if cuts:
         cut = max(cuts)
         return [g for g in kept if g.last < cut] + [g for g in last if g.first >= cut]
+    # No agreement: the longest remainder that starts where a kept group starts, asked alone (not patched:
+    # joining the two answers would cut a group one of them made).
+    tail = min(b for b in kept_bounds if b >= start)
     counts.short_tails += 1
     counts.chunks += 1
-    return kept + [Group(position + g.first, position + g.last, g.text) for g in ask(events[position:])]
+    return [g for g in kept if g.last < tail] + [Group(tail + g.first, tail + g.last, g.text)
+                                                  for g in ask(events[tail:])]
 
 
 def runs(events: Sequence[Event]) -> list[list[Event]]:
