@@ -285,14 +285,15 @@ def test_the_overlap_is_cut_at_the_latest_boundary_both_answers_share(tmp_path, 
 
 def test_without_a_shared_boundary_the_remainder_from_a_kept_boundary_is_asked(tmp_path, server, capsys):
     """22 "type" events, groups of at most four from each prompt's start: the last chunk (10-21) answers
-    10 | 14 | 18, the kept groups 0 | 4 | 8 | 12 and end at 16: nothing shared, so the events from the first
-    kept boundary inside the last chunk (12-21) are asked alone; the kept 12-15 is decided again there."""
+    10 | 14 | 18, the kept groups 0 | 4 | 8 | 12 and end at 16: nothing shared. The last chunk is asked twice
+    more (sampled; the rule answers the same), then the events from the first kept boundary inside it
+    (12-21) are asked alone; the kept 12-15 is decided again there."""
     path = one_session(tmp_path, ["type"] * 22)
     out = tmp_path / "h"
     code, report = run(capsys, path, "--out", out, "--levels", 2, "--model", "rule", "--base-url", server.url,
                        "--max-events", 12, "--overlap", 3)
     assert code == 0 and report["days_ok"] == 1 and report["hierarchy_ok"]
-    assert l1_requests(server) == [(0, 11), (8, 19), (10, 21), (12, 21)]
+    assert l1_requests(server) == [(0, 11), (8, 19), (10, 21), (10, 21), (10, 21), (12, 21)]
     assert groups_of(out) == [(0, 3), (4, 7), (8, 11), (12, 15), (16, 19), (20, 21)]
     day = json.loads((out / "days.jsonl").read_text().splitlines()[0])
-    assert (day["counts"]["chunks"], day["counts"]["short_tails"]) == (4, 1)
+    assert [day["counts"][k] for k in ("chunks", "disagreements", "short_tails")] == [6, 3, 1]

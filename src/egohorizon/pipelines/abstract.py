@@ -13,8 +13,9 @@ event crosses a session boundary").
   the kept groups end, because a model trained on runs of ``max_events`` events fails on a short
   remainder (docs/abstraction.md). The overlap is reconciled at the latest boundary both answers share:
   the kept groups before it stay, the last chunk's groups from it on are added, so no event is grouped
-  twice. When the two answers share no boundary in the overlap, the events from the first kept boundary
-  inside the last chunk are asked on their own (a shorter request, counted in ``short_tails``).
+  twice. When the two answers share no boundary in the overlap, the last chunk is asked again, sampled,
+  up to ``retries`` times; if none agrees, the events from the first kept boundary inside the last chunk
+  are asked on their own (a shorter request, counted in ``short_tails``).
 - **Invalid replies** (``parse_groups``) are asked again with the error shown to the model (a trained
   adapter, which only learned single prompts, is asked the same prompt again), up to ``retries`` times,
   sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
@@ -75,24 +76,27 @@ class Counts:
     calls: int = 0
     invalid: int = 0
     chunks: int = 0
-    short_tails: int = 0  # shorter last chunks: the full one shared no boundary with the kept groups
+    disagreements: int = 0  # full last chunks whose groups shared no boundary with the kept groups
+    short_tails: int = 0  # shorter last chunks: no full one shared a boundary with the kept groups
     errors: list[str] = field(default_factory=list)  # the invalid replies' messages, for the report
 
     def to_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "invalid": self.invalid, "chunks": self.chunks,
-                "short_tails": self.short_tails, "errors": self.errors[:20]}
+                "disagreements": self.disagreements, "short_tails": self.short_tails, "errors": self.errors[:20]}
 
 
-Ask = Callable[[Sequence[Event]], list[Group]]
+# ask(events, first_attempt=0): attempts from first_attempt on sample (seed + attempt), so a later call with
+# a higher first_attempt asks for a different answer to the same events.
+Ask = Callable[..., list[Group]]
 
 
 def ask_model(backend: LLMBackend, settings: AbstractSettings, counts: Counts) -> Ask:
     """A function from a run of events to its validated groups, asking again after an invalid reply."""
 
-    def ask(events: Sequence[Event]) -> list[Group]:
+    def ask(events: Sequence[Event], first_attempt: int = 0) -> list[Group]:
         messages: list[Message] = [{"role": "user", "content": render_abstract_prompt(events, settings.prompt)}]
         reply = ""
-        for attempt in range(settings.retries + 1):
+        for attempt in range(first_attempt, first_attempt + settings.retries + 1):
             counts.calls += 1
             temperature = settings.temperature if attempt == 0 else max(settings.temperature,
                                                                          settings.retry_temperature)
@@ -138,18 +142,27 @@ def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, s
 
     The kept groups were decided with the events after them in view; the last chunk's first groups were
     not (the chunk starts wherever ``n - max_events`` falls), so the kept groups win up to the cut and the
-    last chunk decides from it on. When no boundary is shared, the remainder from the first kept boundary
-    inside the last chunk is asked alone (as long as it can be while starting where a kept group starts).
+    last chunk decides from it on. When no boundary is shared, the last chunk is asked again, sampled (up to
+    ``retries`` times, as after an invalid reply); when none shares one, the remainder from the first kept
+    boundary inside the last chunk is asked alone (as long as it can be while starting at a kept group).
     """
     n, position = len(events), kept[-1].last + 1
     start = n - settings.max_events
-    counts.chunks += 1
-    last = [Group(start + g.first, start + g.last, g.text) for g in ask(events[start:])]
     kept_bounds = {g.first for g in kept} | {position}
-    cuts = [g.first for g in last if g.first in kept_bounds and g.first <= position]
-    if cuts:
-        cut = max(cuts)
-        return [g for g in kept if g.last < cut] + [g for g in last if g.first >= cut]
+    for round_ in range(settings.retries + 1):  # a disagreement is asked again, sampled, like an invalid reply
+        counts.chunks += 1
+        try:
+            answer = ask(events[start:], first_attempt=round_ * (settings.retries + 1))
+        except DayFailed as failure:
+            if round_ == 0 or failure.kind != "output":
+                raise
+            break  # no valid resample: the fallback below
+        last = [Group(start + g.first, start + g.last, g.text) for g in answer]
+        cuts = [g.first for g in last if g.first in kept_bounds and g.first <= position]
+        if cuts:
+            cut = max(cuts)
+            return [g for g in kept if g.last < cut] + [g for g in last if g.first >= cut]
+        counts.disagreements += 1
     # No agreement: the longest remainder that starts where a kept group starts, asked alone (not patched:
     # joining the two answers would cut a group one of them made).
     tail = min(b for b in kept_bounds if b >= start)
