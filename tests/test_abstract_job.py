@@ -49,6 +49,14 @@ def balanced_reply(prompt: str) -> str:
     return "\n".join(groups)
 
 
+def pairs_reply(prompt: str, seed: int) -> str:
+    """Model "pairs": greedy (seed 0) pairs events from the prompt's start; sampled (any other seed) it
+    answers one event alone first, then pairs, so a retry shifts every boundary by one."""
+    n = len(_EVENT.findall(prompt))
+    starts = list(range(0, n, 2)) if seed == 0 else [0, *range(1, n, 2)]
+    return "\n".join(f"{a}-{min(a + (1 if seed == 0 or a else 0), n - 1)}: step {a}" for a in starts)
+
+
 class RuleServer:
     def __init__(self):
         self.requests: list[list[dict]] = []
@@ -71,6 +79,8 @@ class RuleServer:
                     answer = "0-0: start\n2-3: skip one"
                 elif body.get("model") == "balanced":
                     answer = balanced_reply(prompt)
+                elif body.get("model") == "pairs":
+                    answer = pairs_reply(prompt, body.get("seed") or 0)
                 else:
                     answer = rule_reply(prompt)
                 data = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": answer}}]})
@@ -297,3 +307,18 @@ def test_without_a_shared_boundary_the_remainder_from_a_kept_boundary_is_asked(t
     assert groups_of(out) == [(0, 3), (4, 7), (8, 11), (12, 15), (16, 19), (20, 21)]
     day = json.loads((out / "days.jsonl").read_text().splitlines()[0])
     assert [day["counts"][k] for k in ("chunks", "disagreements", "short_tails")] == [6, 3, 1]
+
+
+def test_a_last_chunk_that_disagrees_is_asked_again_sampled(tmp_path, server, capsys):
+    """13 events, chunks of 8, model "pairs". Kept from 0-7: 0-1 | 2-3 | 4-5 (ending before 6). The last chunk
+    (5-12) answers greedily 5-6 | 7-8 | ...: no boundary shared, so it is asked again with seed 3 (the first
+    seed of the next round) and answers 5 | 6-7 | 8-9 | 10-11 | 12, which agrees at 6."""
+    path = one_session(tmp_path, ["step"] * 13)
+    out = tmp_path / "h"
+    code, report = run(capsys, path, "--out", out, "--levels", 2, "--model", "pairs", "--base-url", server.url,
+                       "--max-events", 8, "--overlap", 2)
+    assert code == 0 and report["days_ok"] == 1 and report["hierarchy_ok"]
+    assert l1_requests(server) == [(0, 7), (5, 12), (5, 12)]
+    assert groups_of(out) == [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11), (12, 12)]
+    day = json.loads((out / "days.jsonl").read_text().splitlines()[0])
+    assert [day["counts"][k] for k in ("chunks", "disagreements", "short_tails", "invalid")] == [3, 1, 0, 0]
