@@ -35,8 +35,8 @@ def rule_reply(prompt: str) -> str:
 
 
 def balanced_reply(prompt: str) -> str:
-    """Model "balanced": a run of events with the same first word becomes ceil(length / 3) groups of near-equal
-    size, so how a run is cut depends on how much of it the prompt shows (unlike ``rule_reply``)."""
+    """Model "balanced": a run of events with the same first word becomes ceil(length / 3) groups of
+    near-equal size, so how a run is cut depends on how much of it the prompt shows (unlike ``rule_reply``)."""
     verbs = [m.group(2).split()[0] for m in _EVENT.finditer(prompt)]
     groups, first = [], 0
     for verb, run in itertools.groupby(verbs):
@@ -243,7 +243,8 @@ def groups_of(out, level=2) -> list[tuple[int, int]]:
 def one_session(tmp_path, verbs: list[str]):
     path = tmp_path / "one.jsonl"
     events = day_events("p1", "2025-03-03", len(verbs), 1740990000, sessions=1)
-    write_jsonl(path, [replace(e, text=f"{v} the thing {i}") for i, (e, v) in enumerate(zip(events, verbs, strict=True))])
+    write_jsonl(path, [replace(e, text=f"{verb} the thing {i}")
+                       for i, (e, verb) in enumerate(zip(events, verbs, strict=True))])
     return path
 
 
@@ -275,7 +276,8 @@ def test_the_last_chunk_is_full_and_the_hierarchy_valid_and_repeatable(tmp_path,
     assert code == 0 and again["days_done_now"] == 0 and len(server.requests) == calls
     assert (out / "events.jsonl").read_bytes() == before
     code, fresh = run(capsys, path, "--out", tmp_path / "fresh", *args, "--no-cache")
-    assert code == 0 and fresh["hierarchy_ok"] and (tmp_path / "fresh" / "events.jsonl").read_bytes() == before
+    assert code == 0 and fresh["hierarchy_ok"]
+    assert (tmp_path / "fresh" / "events.jsonl").read_bytes() == before
 
 
 def test_the_overlap_is_cut_at_the_latest_boundary_both_answers_share(tmp_path, server, capsys):

@@ -82,7 +82,8 @@ class Counts:
 
     def to_dict(self) -> dict[str, Any]:
         return {"calls": self.calls, "invalid": self.invalid, "chunks": self.chunks,
-                "disagreements": self.disagreements, "short_tails": self.short_tails, "errors": self.errors[:20]}
+                "disagreements": self.disagreements, "short_tails": self.short_tails,
+                "errors": self.errors[:20]}
 
 
 # ask(events, first_attempt=0): attempts from first_attempt on sample (seed + attempt), so a later call with
@@ -123,7 +124,7 @@ def group_run(events: Sequence[Event], ask: Ask, settings: AbstractSettings, cou
     """The groups of one run (indices into ``events``), chunked when the run is long."""
     n, position, groups = len(events), 0, []
     while position < n:
-        if position > 0 and n - position < settings.max_events:  # what is left is short: ask a full last chunk
+        if position > 0 and n - position < settings.max_events:  # a short remainder: ask a full last chunk
             return reconcile_last_chunk(events, groups, ask, settings, counts)
         end = min(n, position + settings.max_events)
         counts.chunks += 1
@@ -137,8 +138,8 @@ def group_run(events: Sequence[Event], ask: Ask, settings: AbstractSettings, cou
 
 def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, settings: AbstractSettings,
                          counts: Counts) -> list[Group]:
-    """The run's groups: ``kept`` (covering events before ``position``) joined to the groups of the run's
-    last ``max_events`` events, cut at the latest boundary both share.
+    """The run's groups: ``kept`` (from event 0 to where they end, ``position``) joined to the groups of
+    the run's last ``max_events`` events, cut at the latest boundary both share.
 
     The kept groups were decided with the events after them in view; the last chunk's first groups were
     not (the chunk starts wherever ``n - max_events`` falls), so the kept groups win up to the cut and the
@@ -149,7 +150,7 @@ def reconcile_last_chunk(events: Sequence[Event], kept: list[Group], ask: Ask, s
     n, position = len(events), kept[-1].last + 1
     start = n - settings.max_events
     kept_bounds = {g.first for g in kept} | {position}
-    for round_ in range(settings.retries + 1):  # a disagreement is asked again, sampled, like an invalid reply
+    for round_ in range(settings.retries + 1):  # a disagreement is asked again, sampled, like a bad reply
         counts.chunks += 1
         try:
             answer = ask(events[start:], first_attempt=round_ * (settings.retries + 1))
