@@ -35,6 +35,8 @@ class AbstractDataModule(TaskDataModule):
         demo_dir: str | None = None,
         levels: Sequence[int] = (1, 2, 3, 4),
         max_events: int = 24,
+        train_lengths: str = "spread",
+        min_events: int = 2,
         train_stride: int = 1,
         eval_stride: int = 1,
         max_eval_items: int | None = None,
@@ -51,11 +53,16 @@ class AbstractDataModule(TaskDataModule):
         seed: int = 0,
     ):
         """``levels``: the levels whose runs are grouped (1 builds L2, ..., 4 builds L5); ``max_events``:
-        events per item (the job's --max-events); ``*_stride``: every n-th window of a session;
+        events per item (the job's --max-events); ``train_lengths``: ``spread`` cuts training runs with
+        lengths drawn from ``min_events..max_events`` (deterministic per seed), ``fixed`` every
+        ``max_events`` events (val/test runs are always cut at fixed positions); ``*_stride``: every n-th window of a session;
         ``max_eval_items``: at most this many val/test items, spread evenly over the sorted ids."""
         super().__init__()
         self.events_path, self.demo_dir = events, demo_dir
         self.levels, self.max_events = tuple(levels), max_events
+        if train_lengths not in ("spread", "fixed"):
+            raise ConfigError(f"data.train_lengths={train_lengths!r}: must be 'spread' or 'fixed'")
+        self.spread_lengths, self.min_events = train_lengths == "spread", min_events
         self.train_stride, self.eval_stride, self.max_eval_items = train_stride, eval_stride, max_eval_items
         self.split_args = {"val_frac": val_frac, "test_frac": test_frac, "seed": seed,
                            "strategy": split_strategy, "min_history_days": min_history_days}
@@ -90,7 +97,10 @@ class AbstractDataModule(TaskDataModule):
         for name in SPLITS:
             days = {f"{p}/{d}" for p, d in self.split.days_in(name)}
             stride = self.train_stride if name == "train" else self.eval_stride
-            chosen = make_items(events, days, self.levels, self.max_events, stride)
+            # held-out runs keep their fixed positions, so their scores compare with earlier runs'
+            spread = self.spread_lengths and name == "train"
+            chosen = make_items(events, days, self.levels, self.max_events, stride, spread_lengths=spread,
+                                min_events=self.min_events, seed=self.seed)
             if name != "train" and self.max_eval_items and len(chosen) > self.max_eval_items:
                 step = len(chosen) / self.max_eval_items
                 chosen = [chosen[int(i * step)] for i in range(self.max_eval_items)]
@@ -99,8 +109,9 @@ class AbstractDataModule(TaskDataModule):
             raise ConfigError("data: no abstraction items on training days; do the events have levels above "
                               f"{min(self.levels)} (parents)?")
         self.items = items
-        log.info("abstraction items: %s (levels %s, %d events each at most)",
-                 ", ".join(f"{n} {len(items[n])}" for n in SPLITS), self.levels, self.max_events)
+        log.info("abstraction items: %s (levels %s, %d events each at most; training lengths %s)",
+                 ", ".join(f"{n} {len(items[n])}" for n in SPLITS), self.levels, self.max_events,
+                 f"{self.min_events}..{self.max_events}" if self.spread_lengths else "fixed")
 
     def train_compression(self) -> dict[int, float]:
         """Per level, the training days' gold events per group."""
