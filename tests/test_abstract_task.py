@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from egohorizon.errors import ConfigError
 from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.pipelines.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.prompts.abstract import Group
@@ -69,6 +70,38 @@ def test_items_are_cut_at_fixed_positions_with_clipped_gold():
     assert items[1].gold == [Group(0, 0, "make tea"), Group(1, 1, "read")]
     assert gold_compression(items) == {1: 5 / 4}
     assert make_items(parents + children, days={"p/2025-03-04"}, levels=(1,)) == []
+
+
+def test_training_runs_spread_over_every_length_with_valid_clipped_gold():
+    # two sessions of 60 L1 events under L2 parents of 3 events each; windows of 2..8 events
+    events = []
+    for s in (1, 2):
+        session = f"p-2025-03-03-s{s}"
+        events += [event(100 * s + j, f"goal {s}-{j}", 2, session=session) for j in range(20)]
+        events += [event(1000 * s + i, f"step {i}", parent=f"L2-{100 * s + i // 3}", session=session)
+                   for i in range(60)]
+    spread = make_items(events, levels=(1,), max_events=8, spread_lengths=True, seed=3)
+    # windows are consecutive: each session's 60 events exactly once, in order
+    for s in (1, 2):
+        texts = [t for i in spread if i.id.startswith(f"p-2025-03-03-s{s}-") for t in i.texts]
+        assert texts == [f"step {i}" for i in range(60)]
+    lengths = [len(i.events) for i in spread]
+    # every window but a session's last is 2..8 long; the draws reach both ends and vary
+    inner = [len(i.events) for i, nxt in zip(spread, spread[1:]) if i.id[:-4] == nxt.id[:-4]]
+    assert all(2 <= n <= 8 for n in inner) and 2 in inner and 8 in inner and len(set(inner)) >= 5
+    assert all(1 <= n <= 8 for n in lengths)
+    for it in spread:  # gold groups cover the window, contiguous, clipped, each with its parent's text
+        assert it.gold[0].first == 0 and it.gold[-1].last == len(it.events) - 1
+        assert all(a.last + 1 == b.first for a, b in zip(it.gold, it.gold[1:]))
+        assert all(g.text.startswith("goal ") and g.last - g.first < 3 for g in it.gold)
+    # deterministic per seed; another seed cuts elsewhere; without spreading, fixed windows of 8
+    again = make_items(events, levels=(1,), max_events=8, spread_lengths=True, seed=3)
+    assert [(i.id, len(i.events)) for i in again] == [(i.id, len(i.events)) for i in spread]
+    other = make_items(events, levels=(1,), max_events=8, spread_lengths=True, seed=4)
+    assert [len(i.events) for i in other] != lengths
+    assert [len(i.events) for i in make_items(events, levels=(1,), max_events=8)] == [8] * 7 + [4] + [8] * 7 + [4]
+    with pytest.raises(ConfigError, match="min_events=9"):
+        make_items(events, levels=(1,), max_events=8, spread_lengths=True, min_events=9)
 
 def test_compare_rows_hold_the_model_and_both_baselines_overall_and_per_level():
     task = get_task("abstract")
