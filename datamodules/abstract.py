@@ -35,7 +35,7 @@ class AbstractDataModule(TaskDataModule):
         demo_dir: str | None = None,
         levels: Sequence[int] = (1, 2, 3, 4),
         max_events: int = 24,
-        train_lengths: str = "spread",
+        train_lengths: str = "fixed",
         min_events: int = 2,
         train_stride: int = 1,
         eval_stride: int = 1,
