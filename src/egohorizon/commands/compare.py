@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,6 +71,6 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"W&B run: {extra['wandb_dir']}" + ("" if args.wandb_online else " (offline: `wandb sync` it)"))
     write_json(entries, rows, out, extra)
     page = write_html(rows, task, plots, out, page_title(len(entries), task.name), notes)
-    print("\n".join(headline_lines(rows, task)))
-    print(f"page: {page}")
+    log.info("\n".join(headline_lines(rows, task)))
+    log.info("page: %s", page)
     return 0

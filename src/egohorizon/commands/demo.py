@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+
+log = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +77,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
         sys.stdout.write("\n" + format_report(summary["learnability"]))
     if world.cues is not None:
-        print(f"\ncue switches: {summary['cue_switches']}")
+        log.info("cue switches: %s", summary["cue_switches"])
     if args.frames:
         print(f"\nframes: {summary['frames']} (contact_sheet.jpg shows gaze as a red ring)")
     return 0

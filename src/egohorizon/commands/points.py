@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 # make_day_split's defaults, repeated here because this module may import only argparse (fast --help).
 SPLIT_DEFAULTS = {"val_frac": 0.15, "test_frac": 0.15, "strategy": "random", "min_history_days": 3}
@@ -88,7 +91,7 @@ def run_points(args: argparse.Namespace) -> int:
     (out / "points_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(_table(counts, args.levels, args.ks, split.counts()))
     if cue_driven is not None:
-        print(f"cue-driven points (meta.cue_driven): {cue_driven}")
+        log.info("cue-driven points (meta.cue_driven; also in points_manifest.json): %s", cue_driven)
     print(f"wrote {out}/points_{{train,val,test}}.jsonl, splits.json, points_manifest.json")
     return 0
 
