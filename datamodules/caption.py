@@ -41,6 +41,7 @@ import numpy as np
 import torch
 
 from datamodules.base import TaskDataModule
+from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -96,20 +97,6 @@ class CaptionSamples:
 
         return caption_sample(window.meta, window.frames, window.crops, self.frames_per_window,
                               with_crop=self.crops, prompt=self.prompt)
-
-
-class CaptionCollator:
-    """``VisionTextCollator`` plus the window keys (``ids``) (picklable)."""
-
-    def __init__(self, processor, with_prompts: bool):
-        from egohorizon.backbones.collate import VisionTextCollator
-
-        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
-
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        batch = self.collate(samples)
-        batch["ids"] = [s["key"] for s in samples]
-        return batch
 
 
 def caption_window(meta: dict[str, Any]):
@@ -387,7 +374,7 @@ class CaptionDataModule(TaskDataModule):
                               "with shards (check data.split_file or the val/test fractions)")
         if self.processor is not None:  # model inputs for a vision-language model
             model_inputs = CaptionSamples(self.frames_per_window, self.inputs.crops, self.prompt_name)
-            collate, into_batch = CaptionCollator(self.processor, with_prompts=not train), False
+            collate, into_batch = KeyedVisionTextCollator(self.processor, with_prompts=not train), False
         else:  # raw window tensors, decoded straight into the batch (egohorizon.data.shards.arena)
             model_inputs, collate, into_batch = self.inputs, collate_windows, True
         stream = WindowStream(self.index.urls(entries), expected_samples=self.index.expected_samples(),

@@ -21,6 +21,7 @@ from typing import Any
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
+from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -74,18 +75,6 @@ class HandClipSamples(Dataset):
         text = render_hands_prompt(item.frame_times, record["duration"], self.mapping.resized, prompt=self.prompt)
         target = render_hand_text(target_boxes(item, self.mapping), item.segments)
         return {"text": text, "images": images, "target": target, "key": item.id}
-
-
-class HandsCollator:
-    def __init__(self, processor, with_prompts: bool):
-        from egohorizon.backbones.collate import VisionTextCollator
-
-        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
-
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        batch = self.collate(samples)
-        batch["ids"] = [s["key"] for s in samples]
-        return batch
 
 
 class HandsDataModule(TaskDataModule):
@@ -231,7 +220,7 @@ class HandsDataModule(TaskDataModule):
         if not len(data):
             raise ConfigError(f"no hand clips in the {split!r} split of {self._folder()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
-                          num_workers=self.num_workers, collate_fn=HandsCollator(self.processor, not train),
+                          num_workers=self.num_workers, collate_fn=KeyedVisionTextCollator(self.processor, not train),
                           persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):

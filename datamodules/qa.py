@@ -28,6 +28,7 @@ from typing import Any
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
+from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -57,19 +58,6 @@ class QAItems(Dataset):
                                 selection.times.tolist(), notes, prompt=self.prompt)
         return {"text": text, "images": images, "target": item.answer, "key": item.id,
                 "frame_times": selection.times.tolist(), "notes": notes}
-
-
-class QACollator:
-    def __init__(self, processor, with_prompts: bool):
-        from egohorizon.backbones.collate import VisionTextCollator
-
-        self.collate = VisionTextCollator(processor, with_prompts=with_prompts)
-
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        batch = self.collate(samples)
-        batch["ids"] = [s["key"] for s in samples]
-        batch["frame_times"] = [s["frame_times"] for s in samples]
-        return batch
 
 
 class QADataModule(TaskDataModule):
@@ -246,7 +234,7 @@ class QADataModule(TaskDataModule):
         if not len(data):
             raise ConfigError(f"no QA items in the {split!r} split of {self._items_file()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
-                          num_workers=self.num_workers, collate_fn=QACollator(self.processor, not train),
+                          num_workers=self.num_workers, collate_fn=KeyedVisionTextCollator(self.processor, not train, fields=("frame_times",)),
                           persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):

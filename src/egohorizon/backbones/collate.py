@@ -90,6 +90,22 @@ class VisionTextCollator:
         return encoded
 
 
+class KeyedVisionTextCollator(VisionTextCollator):
+    """``VisionTextCollator`` plus each sample's ``key`` as the batch's ``ids`` and the named per-sample
+    ``fields`` as lists (e.g. QA's ``frame_times``), which the evaluation matches predictions by."""
+
+    def __init__(self, processor, with_prompts: bool = False, fields: tuple[str, ...] = ()):
+        super().__init__(processor, with_prompts=with_prompts)
+        self.fields = tuple(fields)
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        batch = super().__call__(samples)
+        batch["ids"] = [s["key"] for s in samples]
+        for name in self.fields:
+            batch[name] = [s[name] for s in samples]
+        return batch
+
+
 def _pad(rows: list[list[int]], value: int, left: bool = False):
     import torch
 
