@@ -235,7 +235,7 @@ class VisualForecastDataModule(ForecastDataModule):
                                                     levels=self.levels)
         count = None
         if self.tokenizer is not None:
-            count = lambda text: len(self.tokenizer(text, add_special_tokens=False)["input_ids"])  # noqa: E731
+            count = lambda text: len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         return memory_lines(past_situations(self._memory, point, k=self.memory_items), self.memory_tokens, count)
 
     def grounded_text(self, point: ForecastPoint, image_mark: str | None = None) -> str:
