@@ -3,6 +3,8 @@ cut from a gold hierarchy at fixed positions, and the summary table."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from egohorizon.errors import ConfigError
@@ -87,7 +89,7 @@ def test_training_runs_spread_over_every_length_with_valid_clipped_gold():
         assert texts == [f"step {i}" for i in range(60)]
     lengths = [len(i.events) for i in spread]
     # every window but a session's last is 2..8 long; the draws reach both ends and vary
-    inner = [len(i.events) for i, nxt in zip(spread, spread[1:]) if i.id[:-4] == nxt.id[:-4]]
+    inner = [len(i.events) for i, nxt in itertools.pairwise(spread) if i.id[:-4] == nxt.id[:-4]]
     assert all(2 <= n <= 8 for n in inner) and 2 in inner and 8 in inner and len(set(inner)) >= 5
     assert all(1 <= n <= 8 for n in lengths)
     for it in spread:  # gold groups cover the window, contiguous, clipped, each with its parent's text

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from egohorizon.schema import QAItem
 from egohorizon.tasks.base import Evaluation, Task, objective_line
@@ -117,8 +117,8 @@ class QATask(Task):
     compare_groups = ("level",)
     compare_metrics = ("avg", "acc", "invalid")
     plot_metrics = ("avg", "acc")
-    group_prefixes = {"level": "level"}
-    plot_reference = {"avg": (0.25, "chance (4 options)"), "acc": (0.25, "chance (4 options)")}
+    group_prefixes: ClassVar[dict[str, str]] = {"level": "level"}
+    plot_reference: ClassVar[dict[str, tuple[float, str]]] = {"avg": (0.25, "chance (4 options)"), "acc": (0.25, "chance (4 options)")}
     compare_guide = (
         "Every checkpoint answered the same held-out multiple-choice questions. Avg is the accuracy "
         "averaged over task types (macro, the paper's headline), Acc the accuracy over all items (micro); "
