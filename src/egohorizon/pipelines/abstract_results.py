@@ -15,15 +15,13 @@ over a failed one. An advisory lock keeps a second job out of the same folder.
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import logging
-import os
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from egohorizon.errors import ConfigError
+from egohorizon.pipelines.append_log import LockedAppendLog
 
 log = logging.getLogger(__name__)
 
@@ -74,55 +72,12 @@ def check_provenance(records: dict[str, dict[str, Any]], expected: dict[str, Any
                               "another --out for another model, adapter, prompt or settings (or delete the folder)")
 
 
-class DaysLog:
+class DaysLog(LockedAppendLog):
     """The append-only results file, locked while this job writes it."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-        self._lock_fd: int | None = None
-
     def open(self) -> dict[str, dict[str, Any]]:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = self.path.with_name(f".{self.path.name}.lock")
-        self._lock_fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-            if error.errno in (errno.EAGAIN, errno.EACCES):
-                raise ConfigError(f"{self.path} is being written by another running job (lock {lock})") from None
-            raise
-        records = read_days(self.path)
+        self._lock()
+        records = read_days(self.path)  # warns about a torn last line itself
         self._cut_torn_tail()
-        self._fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        self._open_for_append()
         return records
-
-    def _cut_torn_tail(self) -> None:
-        if not self.path.is_file() or self.path.stat().st_size == 0:
-            return
-        data = self.path.read_bytes()
-        if not data.endswith(b"\n"):
-            with open(self.path, "r+b") as handle:
-                handle.truncate(data.rfind(b"\n") + 1)
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        if os.write(self._fd, line) != len(line):
-            raise OSError(errno.ENOSPC, f"{self.path}: short write")
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = None
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()

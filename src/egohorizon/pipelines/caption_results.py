@@ -24,18 +24,15 @@ window is captioned again. The latest line of a window wins. One process writes 
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import json
 import logging
-import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from egohorizon.errors import ConfigError
+from egohorizon.pipelines.append_log import LockedAppendLog
 
 log = logging.getLogger(__name__)
 
@@ -130,71 +127,18 @@ def check_provenance(records: Iterable[dict[str, Any]], expected: dict[str, Any]
                 "or seed (or delete the folder to start over)")
 
 
-@dataclass
-class ResultsLog:
+class ResultsLog(LockedAppendLog):
     """The append-only results file of this process (locked while open)."""
-
-    path: Path
-
-    def __post_init__(self) -> None:
-        self._fd: int | None = None
-        self._lock_fd: int | None = None
 
     def open(self) -> dict[str, dict[str, Any]]:
         """Locks the file, cuts off a torn last line, and returns its windows (the lines that count)."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        lock = self.path.with_name(f".{self.path.name}.lock")
-        self._lock_fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
-        try:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as error:
-            os.close(self._lock_fd)
-            self._lock_fd = None
-            if error.errno in (errno.EAGAIN, errno.EACCES):
-                raise ConfigError(f"{self.path} is being written by another running job (lock {lock}); wait "
-                                  "for it, or give each job its own --out or --shard-slice") from None
-            raise
-        self._repair_tail()
+        self._lock("; wait for it, or give each job its own --out or --shard-slice")
+        cut = self._cut_torn_tail()
+        if cut:
+            log.warning("%s: cutting off a partial last line (%d bytes) left by a killed run; its window is "
+                        "captioned again", self.path, cut)
         records, problems = read_results(self.path)
         for problem in problems:
             log.warning("%s", problem)
-        self._fd = os.open(self.path, os.O_CREAT | os.O_WRONLY | os.O_APPEND, 0o644)
+        self._open_for_append()
         return records
-
-    def _repair_tail(self) -> None:
-        if not self.path.is_file():
-            return
-        with open(self.path, "r+b") as handle:
-            size = handle.seek(0, os.SEEK_END)
-            if size == 0:
-                return
-            handle.seek(max(0, size - 1))
-            if handle.read(1) == b"\n":
-                return
-            handle.seek(0)
-            data = handle.read()
-            keep = data.rfind(b"\n") + 1
-            log.warning("%s: cutting off a partial last line (%d bytes) left by a killed run; its window is "
-                        "captioned again", self.path, size - keep)
-            handle.truncate(keep)
-
-    def append(self, record: dict[str, Any]) -> None:
-        line = (json.dumps(record, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        written = os.write(self._fd, line)
-        if written != len(line):  # a full disk: leave a torn line for the next open to cut off, and stop
-            raise OSError(errno.ENOSPC, f"{self.path}: wrote {written} of {len(line)} bytes")
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = None
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)  # releases the lock
-            self._lock_fd = None
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
