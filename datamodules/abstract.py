@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
-from datamodules.base import TaskDataModule
+from datamodules.base import TaskDataModule, load_events
 from datamodules.forecast import BucketBatchSampler, EncodedPoints, TrainCollator, _pad
 from egohorizon.errors import ConfigError
 from egohorizon.pipelines.abstract_items import AbstractItem, gold_compression, make_items
-from egohorizon.schema import Event, load_jsonl
+from egohorizon.schema import Event
 
 log = logging.getLogger(__name__)
 
@@ -76,15 +75,7 @@ class AbstractDataModule(TaskDataModule):
     # -- items ---------------------------------------------------------------------------------
 
     def load_events(self) -> list[Event]:
-        if self.events_path:
-            path = Path(self.events_path)
-            path = path / "events.jsonl" if path.is_dir() else path
-            if not path.is_file():
-                raise ConfigError(f"data.events: {path} does not exist")
-            return load_jsonl(path, Event)
-        from egohorizon.data.demo import ensure_demo_world, load_demo_world
-
-        return load_demo_world(ensure_demo_world(self.demo_dir)).events
+        return load_events(self.events_path, self.demo_dir)
 
     def prepare(self) -> None:
         if self.items is not None:

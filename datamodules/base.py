@@ -53,3 +53,23 @@ class TaskDataModule(L.LightningDataModule):
             f"{type(self).__name__} has no items to score (split {split!r}): this task has no "
             "generation-eval callback yet; remove it from the callbacks"
         )
+
+
+
+def load_events(events_path: str | None, demo_dir: str | None) -> list:
+    """``data.events`` (an events.jsonl, or a folder holding one), else the demo world in ``demo_dir``
+    (generated there on first use)."""
+    from pathlib import Path
+
+    from egohorizon.errors import ConfigError
+    from egohorizon.schema import Event, load_jsonl
+
+    if events_path:
+        path = Path(events_path)
+        path = path / "events.jsonl" if path.is_dir() else path
+        if not path.is_file():
+            raise ConfigError(f"data.events: {path} does not exist")
+        return load_jsonl(path, Event)
+    from egohorizon.data.demo import ensure_demo_world, load_demo_world
+
+    return load_demo_world(ensure_demo_world(demo_dir)).events

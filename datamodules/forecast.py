@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
-from datamodules.base import TaskDataModule
+from datamodules.base import TaskDataModule, load_events
 from egohorizon.errors import ConfigError
 from egohorizon.schema import Event, ForecastPoint, load_jsonl, write_jsonl
 
@@ -135,15 +135,7 @@ class ForecastDataModule(TaskDataModule):
         return self.points
 
     def load_events(self) -> list[Event]:
-        if self.events_path:
-            path = Path(self.events_path)
-            path = path / "events.jsonl" if path.is_dir() else path
-            if not path.is_file():
-                raise ConfigError(f"data.events: {path} does not exist")
-            return load_jsonl(path, Event)
-        from egohorizon.data.demo import ensure_demo_world, load_demo_world
-
-        return load_demo_world(ensure_demo_world(self.demo_dir)).events
+        return load_events(self.events_path, self.demo_dir)
 
     def _build_points(self):
         from egohorizon.data.points import build_points
