@@ -31,6 +31,17 @@ def _item() -> HandItem:
                     resized=(96, 144))
 
 
+def _scored(task, item: HandItem):
+    """The clip scored with every left box right, the right box hit, subtask and caption right, the action
+    wrong, next to one MediaPipe box outside the gold."""
+    mapping = ResizeMapping(item.original, item.resized)
+    text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
+                     + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
+                        "caption left 0-2 the left hand holds the cup"])
+    return task.evaluate([item], {"c1": task.parse([text], item)}, "val",
+                         baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+
+
 def test_parse_maps_model_pixels_back_to_the_frame():
     task = get_task("hands")
     parsed = task.parse(["0s left [9,8,18,20]\nsubtask 0-2 make tea\nnonsense"], _item())
@@ -44,12 +55,7 @@ def test_parse_maps_model_pixels_back_to_the_frame():
 def test_evaluate_perfect_empty_and_baselines():
     task = get_task("hands")
     item = _item()
-    mapping = ResizeMapping(item.original, item.resized)
-    text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
-                     + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
-                        "caption left 0-2 the left hand holds the cup"])
-    evaluation = task.evaluate([item], {"c1": task.parse([text], item)}, "val",
-                               baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+    evaluation = _scored(task, item)
     metrics = evaluation.metrics
     # left: every annotated frame 0, 30, 60 hit; right: frame 30 hit (centre 220, 120); 4 / 4
     assert metrics["val/hands_chf"] == 1.0
@@ -71,12 +77,7 @@ def test_evaluate_perfect_empty_and_baselines():
 def test_compare_rows_hold_the_overall_score_then_each_annotation_type():
     task = get_task("hands")
     item = _item()
-    mapping = ResizeMapping(item.original, item.resized)
-    text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
-                     + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
-                        "caption left 0-2 the left hand holds the cup"])
-    evaluation = task.evaluate([item], {"c1": task.parse([text], item)}, "val",
-                               baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+    evaluation = _scored(task, item)
     rows = task.compare_rows(evaluation)
     assert rows[0] == {"predictor": "model", "annotation": "all", "n": 1, "score": 0.75, "semantic_f1": None}
     by = {(r["predictor"], r["annotation"]): r for r in rows}
