@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import logging
-
-log = logging.getLogger(__name__)
+import sys
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,6 +69,7 @@ def run(args: argparse.Namespace) -> int:
         notes.append(f"W&B run: {extra['wandb_dir']}" + ("" if args.wandb_online else " (offline: `wandb sync` it)"))
     write_json(entries, rows, out, extra)
     page = write_html(rows, task, plots, out, page_title(len(entries), task.name), notes)
-    log.info("\n".join(headline_lines(rows, task)))
-    log.info("page: %s", page)
+    # The command's result for a reader: the headline figures and where the page is (the table itself
+    # is in comparison.json); progress and warnings went to logging.
+    sys.stdout.write("\n".join(headline_lines(rows, task)) + f"\npage: {page}\n")
     return 0
