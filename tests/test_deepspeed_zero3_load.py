@@ -31,10 +31,22 @@ def load_rank(rank: int, port: int, base: str, with_handle: bool, out: Path) -> 
                       WORLD_SIZE=str(WORLD_SIZE), LOCAL_RANK=str(rank))
     import deepspeed
 
+    deepspeed.init_distributed(dist_backend="gloo")
+    try:
+        _load_and_compare(rank, base, with_handle, out)
+    finally:
+        # Leave the group cleanly: a rank that exits while gloo still holds its pair sockets can take
+        # the other rank down with SIGABRT at interpreter shutdown (seen once in CI).
+        torch.distributed.barrier()
+        torch.distributed.destroy_process_group()
+
+
+def _load_and_compare(rank: int, base: str, with_handle: bool, out: Path) -> None:
+    import deepspeed
+
     from egohorizon.backbones import load_pretrained_model
     from egohorizon.strategies import hf_zero3_config
 
-    deepspeed.init_distributed(dist_backend="gloo")
     # The reference: the same folder loaded plainly, before the handle makes every load partitioned.
     reference = dict(load_pretrained_model(base, kind="vlm").named_parameters())
     config = {"zero_optimization": {"stage": 3}, "zero_allow_untested_optimizer": True}
