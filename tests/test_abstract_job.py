@@ -153,6 +153,9 @@ def test_abstract_against_a_server(tmp_path, events_file, server, capsys):
     events = load_jsonl(out / "events.jsonl", Event)
     assert {e.participant for e in events} == {"p1"}  # the failed day is left out, not patched
     assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3, 4, 5}
+    table = (out / "levels.md").read_text()  # the per-level table and PNG of what was written
+    assert report["figures"]["levels_png"] == str(out / "levels.png") and "| L5 |" in table
+    assert (out / "levels.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     for e in events:
         if e.level > 1:
             assert e.text and e.meta["prompt"]["name"] == "abstract" and e.meta["model"] == "rule"

@@ -1,4 +1,4 @@
-"""``egohorizon data stats|validate``: summarise and check record files."""
+"""``egohorizon data stats|validate|plot-day``: summarise, check and draw record files."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "count, mean duration and adjacent-level compression ratio.")
     stats.add_argument("path", help="an events .jsonl file, or a folder searched for events*.jsonl")
     stats.add_argument("--json", dest="as_json", action="store_true", help="print the summary as JSON")
+    stats.add_argument("--plot", metavar="PNG", default=None,
+                       help="also draw the per-level compression ratios and mean durations to this PNG")
     stats.set_defaults(handler=run_stats)
 
     validate = data_sub.add_parser(
@@ -32,6 +34,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="record type (event, recording, forecast_point, forecast_prediction, "
                                "qa_item, qa_prediction, segment, hand_box, box_prediction)")
     validate.set_defaults(handler=run_validate)
+
+    plot_day = data_sub.add_parser(
+        "plot-day", help="draw one day's L1-L5 as an icicle chart (PNG)",
+        description="Draw one participant-day of an event hierarchy as an icicle (flame) chart: one row "
+                    "per level, L5 on top, each event a box over its time span in its top ancestor's colour.")
+    plot_day.add_argument("path", help="an events .jsonl file, or a folder searched for events*.jsonl")
+    plot_day.add_argument("--day", required=True, help="the day, as the events' day field (YYYY-MM-DD)")
+    plot_day.add_argument("--participant", default=None,
+                          help="the participant (needed when several have events on that day)")
+    plot_day.add_argument("--out", required=True, help="the PNG to write")
+    plot_day.set_defaults(handler=run_plot_day)
 
     try:  # adapters register `data convert` when present
         from egohorizon.commands import data_convert
@@ -48,16 +61,25 @@ def find_event_files(path: Path) -> list[Path]:
     return []
 
 
-def run_stats(args: argparse.Namespace) -> int:
-    from egohorizon.data.stats import summarise_events
+def load_events(path: str) -> tuple[list, list[Path]]:
     from egohorizon.errors import DataError
     from egohorizon.schema import Event, load_jsonl
 
-    files = find_event_files(Path(args.path))
+    files = find_event_files(Path(path))
     if not files:
-        raise DataError(f"{args.path}: no events .jsonl file found (looked for events*.jsonl)")
-    events = [event for f in files for event in load_jsonl(f, Event)]
+        raise DataError(f"{path}: no events .jsonl file found (looked for events*.jsonl)")
+    return [event for f in files for event in load_jsonl(f, Event)], files
+
+
+def run_stats(args: argparse.Namespace) -> int:
+    from egohorizon.data.stats import summarise_events
+
+    events, files = load_events(args.path)
     summary = summarise_events(events)
+    if args.plot:
+        from egohorizon.data.figures import level_rows, plot_levels
+
+        summary["plot"] = str(plot_levels(level_rows(events), args.plot, title=str(args.path)))
     summary["files"] = [str(f) for f in files]
     if args.as_json:
         json.dump(summary, sys.stdout, indent=2)
@@ -66,6 +88,15 @@ def run_stats(args: argparse.Namespace) -> int:
         from egohorizon.data.stats import format_summary
 
         sys.stdout.write(format_summary(summary))
+    return 0
+
+
+def run_plot_day(args: argparse.Namespace) -> int:
+    from egohorizon.data.figures import plot_day
+
+    events, _ = load_events(args.path)
+    out = plot_day(events, args.day, args.out, participant=args.participant)
+    print(out)
     return 0
 
 

@@ -43,7 +43,7 @@ def format_summary(summary: dict) -> str:
         level = int(name[1:])
         ratio = hierarchy["compression"].get(f"L{level - 1}/L{level}")
         ratio_text = f"{ratio:.2f}x" if ratio is not None else "-"
-        lines.append(f"{name:<6} {stats['count']:>8} {_duration(stats['mean_duration_s']):>15} {ratio_text:>12}")
+        lines.append(f"{name:<6} {stats['count']:>8} {duration_text(stats['mean_duration_s']):>15} {ratio_text:>12}")
     lines.append("")
     if hierarchy["n_problems"]:
         lines.append(f"hierarchy: {hierarchy['n_problems']} problem(s), first ones:")
@@ -53,7 +53,7 @@ def format_summary(summary: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _duration(seconds: float) -> str:
+def duration_text(seconds: float) -> str:
     if seconds < 120:
         return f"{seconds:.1f} s"
     if seconds < 7200:

@@ -4,7 +4,8 @@ resumable (``pipelines.abstract`` does one day; ``pipelines.abstract_results`` k
 Outputs in ``OUT``: ``days.jsonl`` (one line per finished day), ``events.jsonl`` (every level of the
 days that succeeded, regenerated from ``days.jsonl`` at the end; failed days are left out),
 ``report.json`` (days, failures, model calls and invalid replies, per-level counts, durations and
-compression ratios, the hierarchy check) and ``cache/<prompt>-v<version>/`` (the model's replies keyed
+compression ratios, the hierarchy check), ``levels.md`` + ``levels.png`` (the per-level table and figure
+of the written hierarchy) and ``cache/<prompt>-v<version>/`` (the model's replies keyed
 by model and input, so a rerun costs nothing and a changed prompt starts a new cache).
 """
 
@@ -20,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from egohorizon.data.figures import write_level_figures
 from egohorizon.data.hierarchy import check_hierarchy
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend
@@ -153,12 +155,14 @@ class AbstractJob:
         write_jsonl(self.out / "events.jsonl", events)
         check = check_hierarchy(events)
         summary = check.to_dict()
+        figures = write_level_figures(events, self.out, title=f"{len({(e.participant, e.day) for e in events})} days built")
         return {"out": str(self.out), "events_file": str(self.out / "events.jsonl"), "days": len(days),
                 "days_ok": sum(1 for d in days if (done.get(d) or {}).get("status") == OK),
                 "days_failed": len(failures), "days_missing": sum(1 for d in days if d not in done),
                 "failures": failures, "model_calls": calls, "invalid_replies": invalid,
                 "hierarchy_ok": summary["ok"], "hierarchy_problems": summary["problems"],
-                "levels": summary["levels"], "compression": summary["compression"], **self.provenance}
+                "levels": summary["levels"], "compression": summary["compression"], "figures": figures,
+                **self.provenance}
 
     def _cache_counts(self) -> dict[str, Any]:
         backend = self.setup.backend

@@ -178,7 +178,7 @@ def run_abstract(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
     report = AbstractJob(run_dir / "captions" / "events.jsonl", out, setup, AbstractSettings(**options),
                          workers=http.get("max_concurrency", 1) if base_url else 1).run()
     keep = ("days", "days_ok", "days_failed", "failures", "model_calls", "invalid_replies", "hierarchy_ok",
-            "levels", "compression")
+            "levels", "compression", "figures")
     return {k: report[k] for k in keep} | {"hierarchy_problems": report["hierarchy_problems"][:20]}
 
 

@@ -1,0 +1,103 @@
+"""The hierarchy figures: one day's icicle chart (``egohorizon data plot-day``) and the per-level
+table + PNG (``data stats --plot``, written by ``egohorizon abstract``), on a small hand-built hierarchy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from egohorizon.cli import main
+from egohorizon.data.figures import format_level_table, level_rows, plot_day, write_level_figures
+from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.errors import DataError
+from egohorizon.schema import Event, write_jsonl
+
+DAY_START = {"2025-03-03": 1740992400.0, "2025-03-04": 1741078800.0}  # 09:00 UTC on each day
+
+
+def day_hierarchy(participant: str, day: str) -> list[Event]:
+    """12 one-minute L1 events -> 4 L2 (3 each) -> 2 L3 (2 each): compression 3x and 2x."""
+    t0, session = DAY_START[day], f"{participant}-{day}-s1"
+
+    def event(level: int, n: int, start: float, end: float, children: list[str]) -> Event:
+        return Event(id=f"{participant}-{day}-L{level}-{n}", participant=participant, day=day, session=session,
+                     level=level, start=start, end=end, text=f"level {level} thing {n}", children=children)
+
+    l1 = [event(1, i, t0 + 60 * i, t0 + 60 * i + 50, []) for i in range(12)]
+    l2 = [event(2, j, l1[3 * j].start, l1[3 * j + 2].end, [e.id for e in l1[3 * j:3 * j + 3]]) for j in range(4)]
+    l3 = [event(3, k, l2[2 * k].start, l2[2 * k + 1].end, [e.id for e in l2[2 * k:2 * k + 2]]) for k in range(2)]
+    for parents in (l2, l3):
+        for parent in parents:
+            for child in l1 + l2:
+                if child.id in parent.children:
+                    child.parent = parent.id
+    return l1 + l2 + l3
+
+
+@pytest.fixture
+def events() -> list[Event]:
+    events = day_hierarchy("p1", "2025-03-03") + day_hierarchy("p1", "2025-03-04") + day_hierarchy("p2", "2025-03-03")
+    assert check_hierarchy(events).ok
+    return events
+
+
+def opens_as_png(path: Path) -> tuple[int, int]:
+    with Image.open(path) as image:
+        assert image.format == "PNG"
+        image.load()  # decodes every pixel: a truncated file fails here
+        return image.size
+
+
+def test_plot_day_draws_the_day_and_repeats_byte_for_byte(events, tmp_path):
+    out = plot_day(events, "2025-03-04", tmp_path / "day.png")  # only p1 has that day
+    width, height = opens_as_png(out)
+    assert width > 1000 and height > 200
+    again = plot_day(events, "2025-03-04", tmp_path / "again.png")
+    assert out.read_bytes() == again.read_bytes()
+
+
+def test_plot_day_names_what_exists_on_bad_input(events, tmp_path):
+    with pytest.raises(DataError, match=r"2 participants have that day \(p1, p2\); pass --participant"):
+        plot_day(events, "2025-03-03", tmp_path / "x.png")
+    with pytest.raises(DataError, match=r"--day '2025-03-05': no events .*days: 2025-03-03, 2025-03-04"):
+        plot_day(events, "2025-03-05", tmp_path / "x.png")
+    with pytest.raises(DataError, match=r"no events of participant p2 on that day; days: 2025-03-03$"):
+        plot_day(events, "2025-03-04", tmp_path / "x.png", participant="p2")
+    with pytest.raises(DataError, match=r"--participant 'p9': not in the events; participants: p1, p2"):
+        plot_day(events, "2025-03-03", tmp_path / "x.png", participant="p9")
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_day_command(events, tmp_path, capsys):
+    write_jsonl(tmp_path / "h" / "events.jsonl", events)
+    out = tmp_path / "p2.png"
+    assert main(["data", "plot-day", str(tmp_path / "h"), "--day", "2025-03-03", "--participant", "p2",
+                 "--out", str(out)]) == 0
+    assert capsys.readouterr().out.strip() == str(out)
+    opens_as_png(out)
+    assert main(["data", "plot-day", str(tmp_path / "h"), "--day", "March 3", "--out", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "--day 'March 3': no events" in err and "Traceback" not in err
+    assert main(["data", "plot-day", str(tmp_path / "none"), "--day", "2025-03-03", "--out", str(out)]) == 2
+    assert "no events .jsonl file found" in capsys.readouterr().err
+
+
+def test_level_table_and_png(events, tmp_path, capsys):
+    rows = level_rows(events)
+    assert [(r["level"], r["count"], r["compression"]) for r in rows] == [
+        ("L1", 36, None), ("L2", 12, 3.0), ("L3", 6, 2.0)]
+    assert rows[0]["mean_duration_s"] == 50.0 and rows[1]["mean_duration_s"] == 170.0
+    table = format_level_table(rows)
+    assert "| L2 | 12 | 2.8 min | 3.00x |" in table and "| L1 | 36 | 50.0 s | - |" in table
+    narrow = format_level_table([{"level": "L2", "count": 12, "mean_duration_s": 60.0, "compression": 1.2}])
+    assert "1.20x (outside 1.6-11x)" in narrow
+    written = write_level_figures(events, tmp_path / "fig")
+    assert (tmp_path / "fig" / "levels.md").read_text() == table
+    opens_as_png(Path(written["levels_png"]))
+    assert write_level_figures([], tmp_path / "empty") == {} and not (tmp_path / "empty").exists()
+    write_jsonl(tmp_path / "events.jsonl", events)
+    assert main(["data", "stats", str(tmp_path / "events.jsonl"), "--plot", str(tmp_path / "stats.png")]) == 0
+    assert "L3" in capsys.readouterr().out
+    opens_as_png(tmp_path / "stats.png")
