@@ -7,8 +7,9 @@ sampling rate sent to the model). The target is ``metrics.hand_format``'s text: 
 the sampled frames (the nearest annotated frame) in the pixels of the image the processor makes
 (``backbones.boxes.ResizeMapping``), then every gold segment of the clip.
 
-``eval_options`` hands the task the MediaPipe baseline's boxes on the same sampled frames
-(``pipelines.hands_detector``), computed once per split.
+``eval_options`` hands the task the training clips' segments (the training-prior baselines' labels)
+and the MediaPipe baseline's boxes on the same sampled frames (``pipelines.hands_detector``), computed
+once per split.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ class HandsDataModule(TaskDataModule):
         demo_dir: str | None = None,
         demo_days: int = 20,
         demo_clips_per_day: int = 15,
+        demo_extra_train_days: int = 0,
         fps: float = 1.0,
         batch_size: int = 4,
         eval_batch_size: int | None = None,
@@ -97,6 +99,7 @@ class HandsDataModule(TaskDataModule):
         frame_times(1.0, fps)  # checks fps
         self.clips_dir, self.demo_dir = clips_dir, demo_dir
         self.demo_days, self.demo_clips_per_day = demo_days, demo_clips_per_day
+        self.demo_extra_train_days = demo_extra_train_days
         self.fps, self.batch_size = fps, batch_size
         self.eval_batch_size, self.num_workers = eval_batch_size or batch_size, num_workers
         self.max_clips, self.mediapipe_baseline = dict(max_clips or {}), mediapipe_baseline
@@ -116,6 +119,7 @@ class HandsDataModule(TaskDataModule):
             held_out = max(1, round(0.15 * self.demo_days))  # validation days, and as many test days
             log.info("demo hand clips: %s", build_hand_clips(out, seed=self.seed, days=self.demo_days,
                                                              clips_per_day=self.demo_clips_per_day,
+                                                             extra_train_days=self.demo_extra_train_days,
                                                              val_days=held_out, test_days=held_out))
         return out
 
@@ -190,12 +194,16 @@ class HandsDataModule(TaskDataModule):
         return {item.id: item for item in self.by_split[split]}
 
     def eval_options(self, split: str) -> dict[str, Any]:
-        """The MediaPipe baseline's boxes on the frames the model saw (t = frame time), once per split."""
+        """The training clips' segments (for the training-prior baselines) and the MediaPipe baseline's
+        boxes on the frames the model saw (t = frame time, computed once per split)."""
+        self.prepare()
+        options: dict[str, Any] = {"prior_segments": [{"clip": item.id, **s} for item in self.by_split["train"]
+                                                      for s in item.segments]}
         if not self.mediapipe_baseline:
-            return {}
+            return options
         if split not in self._baseline:
             self._baseline[split] = self._mediapipe_boxes(self.by_split[split])
-        return {"baseline_boxes": self._baseline[split], "baseline_name": "mediapipe"}
+        return {**options, "baseline_boxes": self._baseline[split], "baseline_name": "mediapipe"}
 
     def _mediapipe_boxes(self, items) -> list[dict]:
         from egohorizon.data.demo.hands import clip_from_record

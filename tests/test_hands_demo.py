@@ -57,6 +57,19 @@ def test_built_clips_follow_spec_and_hold_out_whole_days(tmp_path):
         assert all(a.end == b.start for a, b in itertools.pairwise(own))
 
 
+def test_extra_training_days_keep_the_held_out_clips(tmp_path):
+    base, more = tmp_path / "base", tmp_path / "more"
+    build_hand_clips(base, days=6, clips_per_day=3, val_days=1, test_days=1)
+    counts = build_hand_clips(more, days=6, clips_per_day=3, val_days=1, test_days=1, extra_train_days=25)
+    assert counts == {"clips": {"train": 87, "val": 3, "test": 3}, "days": {"train": 29, "val": 1, "test": 1}}
+    for name in ("clips.jsonl", "boxes.jsonl", "segments.jsonl"):
+        before, after = _read(base / name), _read(more / name)
+        assert after[: len(before)] == before  # the same clips, the extra ones appended
+    clips = _read(more / "clips.jsonl")
+    assert {c["split"] for c in clips[18:]} == {"train"} and len({c["clip"] for c in clips}) == len(clips)
+    assert clips[-1]["day"] == "2024-05-31" and DaySplit.load(more / "split.json").split_of("p01", "2024-05-31")
+
+
 def test_clips_are_reproducible_from_their_record(tmp_path):
     build_hand_clips(tmp_path, days=2, clips_per_day=2, val_days=1, test_days=0)
     record = _read(tmp_path / "clips.jsonl")[3]

@@ -31,15 +31,21 @@ def _item() -> HandItem:
                     resized=(96, 144))
 
 
+# training clips' segments for the training-prior baselines: "wipe the table" is the training days' subtask
+PRIOR = [{"clip": "t1", "kind": "subtask", "hand": None, "start": 0, "end": 6, "label": "wipe the table"},
+         {"clip": "t1", "kind": "hand_action", "hand": "left", "start": 0, "end": 6, "label": "hold cloth"}]
+
+
 def _scored(task, item: HandItem):
     """The clip scored with every left box right, the right box hit, subtask and caption right, the action
-    wrong, next to one MediaPipe box outside the gold."""
+    wrong, next to one MediaPipe box outside the gold and the training-prior baselines."""
     mapping = ResizeMapping(item.original, item.resized)
     text = "\n".join([f"{t}s left [{','.join(map(str, mapping.to_model([10, 10, 50, 50])))}]" for t in (0, 1, 2)]
                      + ["1s right [90,40,108,56]", "subtask 0-2 make tea", "action left 0-2 take cup",
                         "caption left 0-2 the left hand holds the cup"])
     return task.evaluate([item], {"c1": task.parse([text], item)}, "val",
-                         baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}])
+                         baseline_boxes=[{"clip": "c1", "t": 1.0, "hand": "left", "box": [0, 0, 5, 5]}],
+                         prior_segments=PRIOR)
 
 
 def test_parse_maps_model_pixels_back_to_the_frame():
@@ -64,10 +70,19 @@ def test_evaluate_perfect_empty_and_baselines():
     assert metrics["val/hands_score"] == pytest.approx(0.75)
     assert metrics["val/mediapipe_hands_chf"] == 0.0  # one box at frame 30, not in the gold box
     assert metrics["val/most_common_whole_hands_subtask_psj"] == 1.0
+    # the training days' "wipe the table" is not this clip's subtask; their "hold" verb is its action's
+    assert metrics["val/train_prior_whole_hands_subtask_psj"] == 0.0
+    assert metrics["val/train_prior_whole_hands_action_psj"] == 1.0
     rows = task.summary_rows(evaluation)
     assert {(r["annotation"], r["predictor"]) for r in rows} >= {("boxes", "model"), ("boxes", "mediapipe"),
-                                                                ("subtask", "generic_whole")}
-    assert "Held-out test days: hands" in task.format_summary(rows)
+                                                                ("subtask", "generic_whole"),
+                                                                ("subtask", "train_prior_windows")}
+    assert {r["predictor"] for r in rows if r.get("oracle")} == {"most_common_whole"}
+    summary = task.format_summary(rows)
+    assert "Held-out test days: hands" in summary
+    assert all("oracle" in line for line in summary.splitlines() if "most_common_whole" in line)
+    with pytest.raises(ValueError, match="scored clips' own"):
+        task.evaluate([item], {}, "val", prior_segments=[{**PRIOR[0], "clip": "c1"}])
 
     empty = task.evaluate([item], {}, "test")
     assert empty.metrics["test/hands_chf"] == 0.0 and empty.report["missing"] == 1
@@ -85,7 +100,7 @@ def test_compare_rows_hold_the_overall_score_then_each_annotation_type():
     assert by["model", "boxes"]["score"] == 1.0 and by["model", "boxes"]["n"] == 4
     assert by["mediapipe", "boxes"]["score"] == 0.0
     assert by["model", "subtask"]["score"] == 1.0 and by["model", "hand_action"]["score"] == 0.0
-    assert by["most-common-whole", "subtask"]["score"] == 1.0
+    assert by["oracle-most-common-whole", "subtask"]["score"] == 1.0 and by["train-prior-whole", "subtask"]["score"] == 0
     assert task.item_ids(task.evaluate([item], {}, "test")) == ["c1"]  # listed without any output
 
 
@@ -133,7 +148,11 @@ def test_gold_targets_score_perfectly_on_segments_and_nearly_on_boxes(datamodule
         assert f"{datamodule.mapping.resized[1]} x {datamodule.mapping.resized[0]} pixels" in sample["text"]
         predictions[item.id] = task.parse([sample["target"]], item)
         assert predictions[item.id]["invalid"] == 0
-    metrics = task.evaluate(items, predictions, "val").metrics
+    options = datamodule.eval_options("val")
+    # the training-prior baselines get the training clips' segments, none of the scored clips'
+    assert {s["clip"] for s in options["prior_segments"]} == {i.id for i in datamodule.by_split["train"]}
+    metrics = task.evaluate(items, predictions, "val", **options).metrics
+    assert "val/train_prior_windows_hands_caption_psj" in metrics
     assert metrics["val/hands_subtask_psj"] == 1.0 and metrics["val/hands_action_psj"] == 1.0
     assert metrics["val/hands_caption_psj"] == 1.0
     # boxes written at 2 fps and interpolated to the 10 fps gold, through whole model pixels and back

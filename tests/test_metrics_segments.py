@@ -9,7 +9,14 @@ import pytest
 
 from egohorizon.errors import DataError
 from egohorizon.metrics.judges import ExactJudge, VerbJudge, VerdictsJudge, ego4d_verb, is_generic
-from egohorizon.metrics.segment_baselines import build_baseline, most_common_label, score_baselines
+from egohorizon.metrics.segment_baselines import (
+    BASELINES,
+    ORACLES,
+    build_baseline,
+    most_common_label,
+    prior_labels,
+    score_baselines,
+)
 from egohorizon.metrics.segments import score_segments, union_length
 from egohorizon.schema import Segment
 
@@ -167,6 +174,33 @@ def test_generic_labels_and_most_common_label():
     assert most_common_label(labels) == "b"  # 2 s each: the label with more segments
     labels.append(seg("c", 4, 4.5, "a"))
     assert most_common_label(labels) == "a"  # 2.5 s beats 2 s
+
+
+def test_training_prior_baselines_use_the_training_labels_and_the_oracle_reads_the_clip():
+    gold = [seg("g1", 0, 4, "make tea"), seg("g1", 4, 6, "read a book"),
+            seg("g1", 0, 6, "hold cup", "hand_action", "left"), seg("g1", 0, 6, "pour kettle", "hand_action", "right")]
+    training = [seg("t1", 0, 5, "read a book"), seg("t1", 5, 6, "make tea"), seg("t2", 0, 6, "read a book"),
+                seg("t1", 0, 6, "hold book", "hand_action", "left"), seg("t2", 0, 1, "turn book", "hand_action", "left")]
+    assert prior_labels(training) == {("subtask", None): "read a book", ("hand_action", "left"): "hold book",
+                                      ("hand_action", None): "hold book"}
+    whole = build_baseline(gold, "train_prior_whole", prior=training)
+    # the training days' label everywhere; the right hand (never in training) takes the both-hands label
+    assert {(s.kind, s.hand, s.start, s.end, s.label) for s in whole} == {
+        ("subtask", None, 0, 6, "read a book"), ("hand_action", "left", 0, 6, "hold book"),
+        ("hand_action", "right", 0, 6, "hold book")}
+    windows = build_baseline(gold, "train_prior_windows", prior=training)
+    assert [(s.start, s.end) for s in windows if s.kind == "subtask"] == [(0, 2.5), (2.5, 5.0), (5.0, 6)]
+    with pytest.raises(ValueError, match="training split"):
+        build_baseline(gold, "train_prior_whole")
+    # the oracle knows the clip's own labels: "make tea" (4 of 6 s)
+    assert [s.label for s in build_baseline(gold, "most_common_whole") if s.kind == "subtask"] == ["make tea"]
+    scores = score_baselines(gold, ExactJudge(), prior=training)
+    assert set(scores) == set(BASELINES) and ORACLES == ("most_common_whole",)
+    # PSJ = (covered predicted + covered gold) / (predicted + gold length): "read a book" over [0, 6]
+    # covers 2 s of its own and 2 s of gold -> 4 / 12; the oracle's "make tea" 4 + 4 -> 8 / 12
+    assert scores["train_prior_whole"]["subtask"]["psj"] == pytest.approx(4 / 12)
+    assert scores["most_common_whole"]["subtask"]["psj"] == pytest.approx(8 / 12)
+    assert set(score_baselines(gold, ExactJudge())) == {"generic_whole", "generic_windows", "most_common_whole"}
 
 
 def epic_gold(shared_data, video="P29_05", clip_s=30.0, n_clips=6):

@@ -91,7 +91,9 @@ class HandsTask(Task):
     def evaluate(self, items: Sequence[HandItem], predictions: Mapping[str, Any], split: str,
                  judges: Mapping[str, str] | None = None, embedder: str = "minilm", judge_threshold: float = 0.75,
                  baseline_boxes: Sequence[dict] | None = None, baseline_name: str = "mediapipe",
-                 **_: Any) -> Evaluation:
+                 prior_segments: Sequence[dict] | None = None, **_: Any) -> Evaluation:
+        """Scores next to the baselines. ``prior_segments``: the training split's gold segments (with
+        ``clip``), for the training-prior baselines; never the scored clips' own."""
         from egohorizon.metrics.boxes import centroid_hit_fraction
         from egohorizon.metrics.segment_baselines import score_baselines
         from egohorizon.metrics.segments import score_segments
@@ -110,7 +112,11 @@ class HandsTask(Task):
             "invalid": sum(p["invalid"] for p in predicted),
             "missing": sum(item.id not in predictions for item in items),
         }
-        baselines: dict[str, Any] = {"segments": score_baselines(gold_segments, judge_set)}
+        prior = [_record(Segment, s, "training segments") for s in prior_segments or []]
+        scored = {item.id for item in items}
+        if any(s.clip in scored for s in prior):
+            raise ValueError("the training-prior baselines must not read the scored clips' own segments")
+        baselines: dict[str, Any] = {"segments": score_baselines(gold_segments, judge_set, prior=prior)}
         if baseline_boxes is not None:
             wanted = {item.id for item in items}
             chosen = [_record(BoxPrediction, b, baseline_name) for b in baseline_boxes if b["clip"] in wanted]
@@ -146,6 +152,8 @@ class HandsTask(Task):
         return out
 
     def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
+        from egohorizon.metrics.segment_baselines import ORACLES
+
         if evaluation is None:
             return []
         report, baselines = evaluation.report, evaluation.baselines
@@ -159,7 +167,7 @@ class HandsTask(Task):
             rows.append({"annotation": kind, "predictor": "model", **block})
             for name, kinds in baselines.get("segments", {}).items():
                 if kind in kinds:
-                    rows.append({"annotation": kind, "predictor": name, **kinds[kind]})
+                    rows.append({"annotation": kind, "predictor": name, **kinds[kind], "oracle": name in ORACLES})
         return rows
 
     def format_summary(self, rows: list[dict[str, Any]], objective: Mapping[str, Any] | None = None,
@@ -176,8 +184,9 @@ class HandsTask(Task):
                 detail = f"hits {r['hits']}/{r['annotated']}, false-positive frames {r['false_positive_frames']}"
                 lines.append(f"{'boxes':>13} {r['predictor']:>18} {num(r['chf']):>8} {'':>6}  {detail}")
             else:
+                oracle = ", oracle: reads the clip's gold labels" if r.get("oracle") else ""
                 lines.append(f"{r['annotation']:>13} {r['predictor']:>18} {num(r['psj']):>8} "
-                             f"{num(r['semantic_f1']):>6}  clips {r['n_clips']}")
+                             f"{num(r['semantic_f1']):>6}  clips {r['n_clips']}{oracle}")
         return "\n".join(lines + objective_line(objective))
 
     def default_objective(self, data: Mapping[str, Any]) -> str:
@@ -213,7 +222,9 @@ class HandsTask(Task):
         "centre inside it) and the permissible subsegment Jaccard (PSJ) for subtasks, hand actions and hand "
         "captions; semantic F1 is the WGO-style matching of segment texts. The model's overall row averages "
         "its four scores (val/hands_score). A checkpoint is useful where it beats the degenerate baselines "
-        "(whole clip, fixed windows, the clip's most common true label) and, on boxes, the MediaPipe detector."
+        "(a generic or the training days' most common label, over the whole clip or in fixed windows) and, on "
+        "boxes, the MediaPipe detector. The oracle row (the clip's own most common true label over the whole "
+        "clip) reads the scored clip's gold labels: a reference for right labels without timing, not a predictor."
     )
 
     def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
@@ -224,7 +235,8 @@ class HandsTask(Task):
                  "score": flat.get("x/hands_score"), "semantic_f1": None}]
         for row in self.summary_rows(evaluation):
             boxes = row["annotation"] == "boxes"
-            rows.append({"predictor": row["predictor"].replace("_", "-"), "annotation": row["annotation"],
+            predictor = ("oracle-" if row.get("oracle") else "") + row["predictor"].replace("_", "-")
+            rows.append({"predictor": predictor, "annotation": row["annotation"],
                          "n": row["annotated"] if boxes else row["n_clips"],
                          "score": row["chf"] if boxes else row["psj"],
                          "semantic_f1": None if boxes else row["semantic_f1"]})

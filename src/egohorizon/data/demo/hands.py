@@ -21,6 +21,7 @@ import json
 import math
 import random
 from dataclasses import asdict, dataclass, field
+from datetime import date, timedelta
 from pathlib import Path
 
 FPS = 30
@@ -217,9 +218,11 @@ def clip_from_record(record: dict, index: int | None = None) -> HandClip:
 
 def build_hand_clips(out: str | Path, *, seed: int = 0, days: int = 20, clips_per_day: int = 15,
                      val_days: int = 3, test_days: int = 3, participant: str = "p01", width: int = 320,
-                     height: int = 240, duration: float = 6.0) -> dict:
+                     height: int = 240, duration: float = 6.0, extra_train_days: int = 0) -> dict:
     """Write clips.jsonl, boxes.jsonl, segments.jsonl and split.json under ``out``; returns counts.
-    Held-out days are drawn with ``seed``; every clip of a day shares its split."""
+    Held-out days are drawn with ``seed`` among the first ``days``; every clip of a day shares its split.
+    ``extra_train_days`` more training days follow them (clip indices continue), so a larger training set
+    keeps exactly the same validation and test clips as the set without them."""
     from egohorizon.data.splits import DaySplit
     from egohorizon.errors import ConfigError
 
@@ -227,8 +230,11 @@ def build_hand_clips(out: str | Path, *, seed: int = 0, days: int = 20, clips_pe
         raise ConfigError(f"hand clips: {val_days} validation + {test_days} test days leave no training day of {days}")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    names = [f"2024-05-{d + 1:02d}" for d in range(days)]
-    held = random.Random(f"hands-split/{seed}").sample(names, val_days + test_days)
+    if extra_train_days < 0:
+        raise ConfigError(f"hand clips: extra_train_days must be >= 0, got {extra_train_days}")
+    base = [(date(2024, 5, 1) + timedelta(days=d)).isoformat() for d in range(days)]
+    held = random.Random(f"hands-split/{seed}").sample(base, val_days + test_days)
+    names = base + [(date(2024, 5, 1) + timedelta(days=days + d)).isoformat() for d in range(extra_train_days)]
     split_of = {d: "val" if d in held[:val_days] else "test" if d in held[val_days:] else "train" for d in names}
     counts = {"train": 0, "val": 0, "test": 0}
     with (out / "clips.jsonl").open("w") as c, (out / "boxes.jsonl").open("w") as b, \
