@@ -87,16 +87,28 @@ class CaptionInputs:
 class CaptionSamples:
     """Decoded window -> ``{text, images, target, key}`` for a vision-language captioner: a thin
     picklable wrapper of ``egohorizon.prompts.caption.caption_sample`` (the offline caption job renders
-    windows with the same function, so training and inference see the same prompt)."""
+    windows with the same function, so training and inference see the same prompt).
 
-    def __init__(self, frames_per_window: int | None = None, crops: bool = True, prompt: str | None = None):
+    ``random_frames`` (training windows): each call picks one random frame from each stretch of the
+    window (``pick_frames``), drawn from ``seed``, the window's key and this copy's call count, so
+    every epoch shows other frames of the window; evaluation keeps the evenly spread frames."""
+
+    def __init__(self, frames_per_window: int | None = None, crops: bool = True, prompt: str | None = None,
+                 random_frames: bool = False, seed: int = 0):
         self.frames_per_window, self.crops, self.prompt = frames_per_window, crops, prompt
+        self.random_frames, self.seed, self.calls = random_frames, seed, 0
 
     def __call__(self, window) -> dict[str, Any]:
+        import zlib
+
         from egohorizon.prompts.caption import caption_sample
 
+        rng = None
+        if self.random_frames:
+            rng = np.random.default_rng([self.seed, zlib.crc32(str(window.meta["key"]).encode()), self.calls])
+            self.calls += 1
         return caption_sample(window.meta, window.frames, window.crops, self.frames_per_window,
-                              with_crop=self.crops, prompt=self.prompt)
+                              with_crop=self.crops, prompt=self.prompt, rng=rng)
 
 
 def caption_window(meta: dict[str, Any]):
@@ -227,6 +239,7 @@ class CaptionDataModule(TaskDataModule):
         log_every: int = 50,
         prompt: str | None = None,
         max_corpus_windows: int = 2000,
+        random_train_frames: bool = False,
         seed: int = 0,
     ):
         super().__init__()
@@ -245,7 +258,7 @@ class CaptionDataModule(TaskDataModule):
         self.max_bad_fraction, self.min_samples_for_check = max_bad_fraction, min_samples_for_check
         self.log_every, self.seed = log_every, seed
         self.prompt_name, self.max_corpus_windows = prompt, max_corpus_windows
-        self.frames_per_window = frames_per_window
+        self.frames_per_window, self.random_train_frames = frames_per_window, random_train_frames
         self.index = None
         self.selected: dict[str, list[dict]] = {}
         self._eval_items: dict[str, dict[str, Any]] = {}
@@ -373,7 +386,8 @@ class CaptionDataModule(TaskDataModule):
             raise ConfigError(f"no shards for the {split!r} split in {self.shard_dir()}: the split has no days "
                               "with shards (check data.split_file or the val/test fractions)")
         if self.processor is not None:  # model inputs for a vision-language model
-            model_inputs = CaptionSamples(self.frames_per_window, self.inputs.crops, self.prompt_name)
+            model_inputs = CaptionSamples(self.frames_per_window, self.inputs.crops, self.prompt_name,
+                                          random_frames=train and self.random_train_frames, seed=self.seed)
             collate, into_batch = KeyedVisionTextCollator(self.processor, with_prompts=not train), False
         else:  # raw window tensors, decoded straight into the batch (egohorizon.data.shards.arena)
             model_inputs, collate, into_batch = self.inputs, collate_windows, True

@@ -64,3 +64,35 @@ def test_caption_sample_is_the_same_prompt_for_training_and_inference():
         (0.0, 10.0, "open the fridge")]
     no_gold = caption_sample({**meta, "events": []}, frames, None, frames_per_window=2, with_crop=True)
     assert no_gold["target"] is None and len(no_gold["images"]) == 2 and "close-up" not in no_gold["text"]
+
+
+def test_training_windows_can_show_one_random_frame_of_each_stretch():
+    import numpy as np
+
+    from datamodules.caption import CaptionSamples
+    from egohorizon.prompts.caption import pick_frames
+
+    rng = np.random.default_rng(0)
+    picks = [pick_frames(30, 2, rng) for _ in range(200)]
+    # one frame from each half, every frame of the half drawn at some point, never the same frame twice
+    assert all(0 <= a < 15 <= b < 30 for a, b in picks)
+    assert {a for a, _ in picks} == set(range(15)) and {b for _, b in picks} == set(range(15, 30))
+    assert pick_frames(30, 2) == [0, 29] and pick_frames(2, 2, rng) == [0, 1]  # evaluation: even spread
+
+    from types import SimpleNamespace
+
+    def window():  # a decoded shard window whose frame i is filled with the value i
+        meta = {"key": "w7", "start": 0.0, "end": 30.0, "transcript": "", "gaze_drawn": True,
+                "frames": [{"t": float(i), "gaze": None} for i in range(30)], "events": []}
+        return SimpleNamespace(meta=meta, frames=[np.full((8, 8, 3), i, np.uint8) for i in range(30)], crops=None)
+
+    def shown(samples):
+        return tuple(int(im[0, 0, 0]) for im in samples(window())["images"])
+
+    training = CaptionSamples(frames_per_window=2, crops=False, random_frames=True, seed=3)
+    drawn = {shown(training) for _ in range(20)}
+    assert len(drawn) > 5  # other frames on each call (each epoch) ...
+    # ... and the same draws from a fresh copy with the same seed (reproducible runs)
+    first, second = (CaptionSamples(2, False, random_frames=True, seed=3) for _ in range(2))
+    assert [shown(first) for _ in range(10)] == [shown(second) for _ in range(10)]
+    assert shown(CaptionSamples(frames_per_window=2, crops=False)) == (0, 29)  # evaluation

@@ -53,12 +53,21 @@ def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end
     return render_caption_lines(actions) if actions else None
 
 
-def pick_frames(count: int, frames_per_window: int | None) -> list[int]:
-    """Indices of ``frames_per_window`` frames spread evenly over ``count`` (all when unset or fewer)."""
+def pick_frames(count: int, frames_per_window: int | None, rng=None) -> list[int]:
+    """Indices of ``frames_per_window`` frames spread evenly over ``count`` (all when unset or fewer).
+
+    With ``rng`` (a numpy Generator; training only) one random frame of each of ``frames_per_window``
+    equal stretches of the window instead: each epoch shows other frames of the same window, so the
+    model cannot learn a window by its two pictures (evaluation keeps the even spread)."""
+    from itertools import pairwise
+
     import numpy as np
 
     if frames_per_window is None or count <= frames_per_window:
         return list(range(count))
+    if rng is not None:
+        edges = np.linspace(0, count, frames_per_window + 1).astype(int)
+        return [int(rng.integers(lo, hi)) for lo, hi in pairwise(edges)]
     return sorted(set(np.rint(np.linspace(0, count - 1, frames_per_window)).astype(int).tolist()))
 
 
@@ -79,6 +88,7 @@ def caption_sample(
     with_crop: bool = True,
     prompt: str | None = None,
     draw_gaze: bool = True,
+    rng=None,
 ) -> dict[str, Any]:
     """One window -> ``{"text", "images", "target", "key"}`` for a vision-language captioner.
 
@@ -86,11 +96,11 @@ def caption_sample(
     its HWC uint8 frames and ``crops`` its gaze crops (None where a frame has none), both in frame
     order. The chosen frames get the gaze ring drawn unless the shard already drew it; the close-up is
     the crop of the chosen frame nearest the middle that has one. ``target`` is None when the window
-    has no gold level-1 event (inference only)."""
+    has no gold level-1 event (inference only). ``rng`` picks random frames (``pick_frames``; training)."""
     if not frames:
         raise ValueError(f"window {window_meta.get('key')} has no frames (shards built with min_frames=0)")
     start, end = window_meta["start"], window_meta["end"]
-    chosen = pick_frames(len(frames), frames_per_window)
+    chosen = pick_frames(len(frames), frames_per_window, rng)
     infos = window_meta["frames"]
     images = [frames[i] for i in chosen]
     if draw_gaze and not window_meta.get("gaze_drawn"):
