@@ -11,12 +11,16 @@ memory's ``FrameCatalog`` (one seek and one JPEG decode per frame, whatever the 
 
 Both only ever reach entries and frames strictly before the question time (tests/test_memory.py);
 the items themselves pass ``egohorizon.data.leakage.check_qa_items`` when loaded. The prompt
-(``egohorizon.prompts.qa``) shows each frame's time; the target is the answer letter.
+(``egohorizon.prompts.qa``) shows each frame's time. The target is the answer letter (``target:
+letter``) or the right option's own text (``target: option``, with the ``qa_option`` prompt and the
+model's ``generation.strategy: options``, which answers with the option whose text it finds most likely:
+a small model learns what a right answer looks like from the text far sooner than which letter points
+at it; docs/qa.md section 6).
 
 Items come from ``items`` (JSONL of ``schema.QAItem`` with ``meta.t_question`` and ``meta.split``) or,
 when unset, from ``egohorizon qa generate`` on the demo world (``demo_items``); shards from ``shards``
 or, when unset, the demo world's (``demo_shards_dir``, every ``demo_window_stride``-th window, built on
-first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``notes``.
+first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``options``.
 """
 
 from __future__ import annotations
@@ -35,14 +39,24 @@ log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test")
 SAMPLINGS = ("uniform", "retrieval")
+TARGETS = ("letter", "option")
+# Per-sample fields the batches carry beside the tensors: frame times (reports) and the options (which
+# the model scores one by one with generation.strategy: options).
+BATCH_FIELDS = ("frame_times", "options")
+
+
+def target_text(item, target: str) -> str:
+    """What the model learns to write for ``item``: its answer letter, or the right option's text."""
+    return item.options[ord(item.answer) - ord("A")] if target == "option" else item.answer
 
 
 class QAItems(Dataset):
-    """Item + its chosen frames -> ``{text, images, target, key, frame_times, notes}`` (picklable)."""
+    """Item + its chosen frames -> ``{text, images, target, key, frame_times, notes, options}`` (picklable)."""
 
-    def __init__(self, items: list, selections: dict, catalog, prompt: str | None, with_target: bool = True):
+    def __init__(self, items: list, selections: dict, catalog, prompt: str | None, with_target: bool = True,
+                 target: str = "letter"):
         self.items, self.selections, self.catalog = items, selections, catalog
-        self.prompt, self.with_target = prompt, with_target
+        self.prompt, self.with_target, self.target = prompt, with_target, target
 
     def __len__(self) -> int:
         return len(self.items)
@@ -56,8 +70,8 @@ class QAItems(Dataset):
         notes = [(n.start, n.end, n.text) for n in selection.notes]
         text = render_qa_prompt(item.question, item.options, item.meta["t_question"],
                                 selection.times.tolist(), notes, prompt=self.prompt)
-        return {"text": text, "images": images, "target": item.answer, "key": item.id,
-                "frame_times": selection.times.tolist(), "notes": notes}
+        return {"text": text, "images": images, "target": target_text(item, self.target), "key": item.id,
+                "frame_times": selection.times.tolist(), "notes": notes, "options": list(item.options)}
 
 
 class QADataModule(TaskDataModule):
@@ -83,11 +97,14 @@ class QADataModule(TaskDataModule):
         num_workers: int = 0,
         max_items: dict[str, int] | None = None,
         prompt: str | None = None,
+        target: str = "letter",
         seed: int = 0,
     ):
         super().__init__()
         if sampling not in SAMPLINGS:
             raise ConfigError(f"data.sampling: expected one of {SAMPLINGS}, got {sampling!r}")
+        if target not in TARGETS:
+            raise ConfigError(f"data.target: expected one of {TARGETS}, got {target!r}")
         if frame_budget < 0:
             raise ConfigError(f"data.frame_budget: expected >= 0, got {frame_budget}")
         self.items_path, self.shards, self.events_path = items, shards, events
@@ -98,7 +115,7 @@ class QADataModule(TaskDataModule):
         self.embedder = embedder
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size or batch_size
         self.num_workers, self.max_items = num_workers, dict(max_items or {})
-        self.prompt_name, self.seed = prompt, seed
+        self.prompt_name, self.target, self.seed = prompt, target, seed
         self.by_split: dict[str, list] = {}
         self.selections: dict[str, Any] = {}
         self.catalog = None
@@ -197,7 +214,8 @@ class QADataModule(TaskDataModule):
     def dataset(self, split: str, with_target: bool = True) -> QAItems:
         if self.catalog is None:
             self.prepare()
-        return QAItems(self.by_split[split], self.selections, self.catalog, self.prompt_name, with_target)
+        return QAItems(self.by_split[split], self.selections, self.catalog, self.prompt_name, with_target,
+                       target=self.target)
 
     def training_corpus(self) -> list[str]:
         data = self.dataset("train")
@@ -211,7 +229,7 @@ class QADataModule(TaskDataModule):
                                           selection.times.tolist(),
                                           [(n.start, n.end, n.text) for n in selection.notes],
                                           prompt=self.prompt_name, image_mark=""))
-            texts.append(item.answer)
+            texts.append(target_text(item, self.target))
         return texts
 
     def eval_items(self, split: str) -> dict[str, Any]:
@@ -234,7 +252,7 @@ class QADataModule(TaskDataModule):
         if not len(data):
             raise ConfigError(f"no QA items in the {split!r} split of {self._items_file()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
-                          num_workers=self.num_workers, collate_fn=KeyedVisionTextCollator(self.processor, not train, fields=("frame_times",)),
+                          num_workers=self.num_workers, collate_fn=KeyedVisionTextCollator(self.processor, not train, fields=BATCH_FIELDS),
                           persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):

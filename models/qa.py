@@ -1,17 +1,32 @@
 """QAModule: the LoRA vision-language model (models.lora_lm) that answers a month-scale multiple-choice
-question from frames of the wearer's past (and, with retrieval, memory notes) with one option letter.
+question from frames of the wearer's past (and, with retrieval, memory notes) with one option.
 
-What is specific to QA: the ``qa`` prompt, one greedy output per item, a few new tokens (a letter).
-Extracting the letter (never a guess: ``egohorizon.metrics.qa.extract_answer``) and scoring belong to
-the qa task.
+Two ways to answer (``generation.strategy``, chosen on the validation days):
+
+- ``beam`` (with ``num_beams: 1``, greedy): the model writes the option letter (trained with
+  ``data.target: letter``);
+- ``options``: the model scores each option's own text (+ EOS) after the prompt and answers with the
+  letter of the most likely one (trained with ``data.target: option``: the right option's text). This is
+  the usual way to ask a language model a multiple-choice question (log-likelihood of each choice); the
+  answer is still one of the item's options, never a guess. ``option_score``: ``sum`` of the option's
+  token log-probabilities, or their ``mean`` (length-normalised).
+
+Extracting the letter (``egohorizon.metrics.qa.extract_answer``) and scoring belong to the qa task.
 """
 
 from __future__ import annotations
 
+import string
 from typing import Any, ClassVar
 
+import torch
+
+from egohorizon.backbones.collate import IGNORE_INDEX
+from egohorizon.errors import ConfigError
 from egohorizon.prompts.qa import QA_PROMPT_NAME
 from models.lora_lm import LoRALanguageModule
+
+OPTION_SCORES = ("sum", "mean")
 
 
 class QAModule(LoRALanguageModule):
@@ -19,8 +34,67 @@ class QAModule(LoRALanguageModule):
         **LoRALanguageModule.generation_defaults,
         "num_candidates": 1,  # one answer per item
         "temperature": 0.0,
-        "strategy": "beam",  # with num_beams = 1: greedy decoding
+        "strategy": "beam",  # with num_beams = 1: greedy decoding; "options": score every option's text
         "num_beams": 1,
         "max_new_tokens": 4,  # a letter and EOS; a longer answer is cut and, if unclear, invalid
+        "option_score": "sum",  # strategy options: sum | mean of the option's token log-probabilities
     }
     default_prompt: ClassVar[str] = QA_PROMPT_NAME
+
+    def generate_texts(self, batch: dict[str, Any], batch_idx: int = 0) -> list[list[str]]:
+        if self.generation["strategy"] != "options":
+            return super().generate_texts(batch, batch_idx)
+        if self.generation["option_score"] not in OPTION_SCORES:
+            raise ConfigError(f"model.generation.option_score: expected one of {OPTION_SCORES}, "
+                              f"got {self.generation['option_score']!r}")
+        if "options" not in batch:
+            raise ConfigError("generation.strategy 'options' needs batches with each item's options (the qa datamodule)")
+        scores = self.option_log_likelihoods(batch)
+        letters = string.ascii_uppercase
+        return [[f"{letters[int(row.argmax())]}. {options[int(row.argmax())]}"]
+                for row, options in zip(scores, batch["options"], strict=True)]
+
+    @torch.no_grad()
+    def option_log_likelihoods(self, batch: dict[str, Any]) -> list[torch.Tensor]:
+        """Per item, one score per option: the log-probability of the option's text + EOS after the
+        item's prompt and images (summed, or averaged over its tokens with ``option_score: mean``), all
+        options of all items in one forward pass. The prompts are the batch's left-padded ``prompt_ids``."""
+        eos, pad = self.tokenizer.eos_token_id, self.tokenizer.pad_token_id
+        per_image = batch["image_grid_thw"].prod(-1).tolist() if "image_grid_thw" in batch else []
+        vision_start = self.tokenizer.convert_tokens_to_ids("<|vision_start|>")
+        rows, labels, types, pixels, grids, sizes = [], [], [], [], [], []
+        image, patch = 0, 0
+        for i, options in enumerate(batch["options"]):
+            keep = batch["prompt_mask"][i].bool()
+            prompt = batch["prompt_ids"][i][keep].tolist()
+            prompt_types = (batch["prompt_mm_token_type_ids"][i][keep].tolist()
+                            if "prompt_mm_token_type_ids" in batch else [0] * len(prompt))
+            n_images = prompt.count(vision_start)
+            n_patches = sum(per_image[image:image + n_images])
+            for option in options:
+                ids = self.tokenizer(option, add_special_tokens=False)["input_ids"] + [eos]
+                rows.append(prompt + ids)
+                labels.append([IGNORE_INDEX] * len(prompt) + ids)
+                types.append(prompt_types + [0] * len(ids))
+                if n_images:
+                    pixels.append(batch["pixel_values"][patch:patch + n_patches])
+                    grids.append(batch["image_grid_thw"][image:image + n_images])
+            image, patch = image + n_images, patch + n_patches
+            sizes.append(len(options))
+        width = max(len(r) for r in rows)
+        device = batch["prompt_ids"].device
+
+        def padded(values, fill):
+            return torch.tensor([v + [fill] * (width - len(v)) for v in values], dtype=torch.long, device=device)
+
+        input_ids, label_ids = padded(rows, pad), padded(labels, IGNORE_INDEX)
+        mask = padded([[1] * len(r) for r in rows], 0)
+        vision = {"pixel_values": torch.cat(pixels), "image_grid_thw": torch.cat(grids)} if pixels else {}
+        logits = self(input_ids, mask, mm_token_type_ids=padded(types, 0), **vision).logits[:, :-1].float()
+        target = label_ids[:, 1:]
+        known = target != IGNORE_INDEX
+        token_lp = torch.log_softmax(logits, -1).gather(-1, target.clamp(min=0).unsqueeze(-1)).squeeze(-1) * known
+        totals = token_lp.sum(1)
+        if self.generation["option_score"] == "mean":
+            totals = totals / known.sum(1)
+        return list(totals.split(sizes))

@@ -77,3 +77,56 @@ def test_batches_for_the_tiny_vlm(uniform_module, tmp_path):
     assert batch["ids"] and batch["prompt_ids"].shape[0] == len(batch["ids"])
     assert batch["image_grid_thw"].shape[0] == sum(len(t) for t in batch["frame_times"])
     assert set(uniform_module.eval_items("val")) == {i.id for i in uniform_module.by_split["val"]}
+
+
+def _tiny(tmp_path, corpus):
+    from egohorizon.backbones import TinyBackbone
+
+    backbone = TinyBackbone(cache_dir=str(tmp_path / "cache"), hidden_size=32, intermediate_size=64, num_layers=1,
+                            num_heads=2, num_kv_heads=1, vocab_size=400, patch_size=8, vision_depth=1,
+                            vision_hidden_size=16, min_pixels=256, max_pixels=4096)
+    backbone.prepare(corpus=corpus)
+    return backbone
+
+
+def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_path):
+    """target: option teaches the right option's text; strategy: options scores each option with the
+    same log-probability the training loss uses (images sliced per item, padding ignored), and answers
+    with the best one's letter, which the qa task reads back."""
+    from functools import partial
+
+    import torch
+
+    from egohorizon.backbones.collate import KeyedVisionTextCollator
+    from egohorizon.tasks.qa import QATask
+    from models.qa import QAModule
+
+    m = _module(paths, frame_budget=3, target="option", prompt="qa_option")
+    data = m.dataset("val")
+    sample, item = data[0], data.items[0]
+    assert sample["target"] == item.options["ABCD".index(item.answer)] and sample["options"] == item.options
+    assert "word for word" in sample["text"]
+    backbone = _tiny(tmp_path, m.training_corpus)
+    m.set_tokenizer(backbone.load_tokenizer())
+    m.set_processor(backbone.load_processor())
+    model = QAModule(backbone, optimizer=partial(torch.optim.AdamW, lr=1e-3),
+                     generation={"strategy": "options", "option_score": "sum"})
+    model.configure_model()
+    model.eval()
+    samples = [data[i] for i in range(3)]
+    batch = KeyedVisionTextCollator(m.processor, True, fields=("frame_times", "options"))(samples)
+    assert batch["image_grid_thw"].shape[0] == sum(len(s["images"]) for s in samples) > 0
+    scores = model.option_log_likelihoods(batch)
+    assert [len(s) for s in scores] == [4, 4, 4]
+    one = KeyedVisionTextCollator(m.processor, False)
+    for sample, row in zip(samples, scores, strict=True):
+        for k, option in enumerate(sample["options"]):
+            b = one([{**sample, "target": option}])
+            with torch.no_grad():
+                loss = model._loss(b)
+            n_tokens = int((b["labels"] != -100).sum())  # the loss is their mean
+            assert float(row[k]) == pytest.approx(-float(loss) * n_tokens, rel=1e-4, abs=1e-4)
+    texts = model.generate_texts(batch)
+    task = QATask()
+    for i, (text, row) in enumerate(zip(texts, scores, strict=True)):
+        assert task.parse(text, data.items[i]) == "ABCD"[int(row.argmax())]
