@@ -21,11 +21,14 @@ def test_qa_demo_composes_and_instantiates(tmp_path):
     model = build_model(cfg, instantiate(cfg.backbone, _convert_="all"))
     callbacks = build_callbacks(cfg)
     assert type(datamodule).__name__ == "QADataModule" and type(model).__name__ == "QAModule"
-    assert datamodule.sampling == "retrieval" and datamodule.frame_budget == 8 and model.lora_vision
+    assert datamodule.sampling == "retrieval" and datamodule.frame_budget == 4 and model.lora_vision
     assert cfg.objective == "val/qa_avg" and cfg.objective_mode == "max" and cfg.eval_task == "qa"
     checkpoint = next(c for c in callbacks if type(c).__name__ == "AdapterCheckpoint")
     assert checkpoint.monitor == "val/qa_avg" and checkpoint.mode == "max"
     evaluation = next(c for c in callbacks if type(c).__name__ == "GenerationEvalCallback")
     assert evaluation.task_name == "qa"
-    assert model.generation["max_new_tokens"] == 4 and model.sequences_per_input() == 1
-    assert model.prompt.name == "qa"
+    assert model.sequences_per_input() == 1
+    # Trained on the right option's text, answering with the most likely option (docs/qa.md section 6).
+    assert datamodule.target == "option" and model.generation["strategy"] == "options"
+    assert model.generation["option_score"] == "mean"
+    assert model.prompt.name == "qa_option" and datamodule.prompt_name == "qa_option"
