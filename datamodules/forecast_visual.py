@@ -90,11 +90,14 @@ class VisualForecastDataModule(ForecastDataModule):
     def __init__(self, frames: int = 4, frame_stride: int = 2, gaze_crop: bool = True, frame_size: int = 112,
                  crop_size: int = 56, cue_switches: bool = True, cue_driven_train_repeat: int = 1,
                  memory: bool = False, memory_tokens: int = 256, memory_items: int = 4,
-                 memory_embedder: str = "words", keep_cue_driven_eval: bool = True, **kwargs):
+                 memory_embedder: str = "words", keep_cue_driven_eval: bool = True,
+                 keep_cue_driven_train: bool = False, **kwargs):
         """``cue_driven_train_repeat``: each cue-driven training point is shown that many times per
-        epoch (they are ~4% of the points); ``keep_cue_driven_eval``: every cue-driven val/test point
-        joins the capped sample (their own rows need them; the all-points rows then over-represent them,
-        so the study reports both)."""
+        epoch (they are ~3% of the points), by the text-only path too, so every variant trains on the
+        same examples; ``keep_cue_driven_eval``: every cue-driven val/test point joins the capped sample
+        (their own rows need them; the all-points rows then over-represent them, so the study reports
+        both); ``keep_cue_driven_train``: every cue-driven training point joins the capped training
+        sample (a cap of 300 points per level leaves ~7 of them: too few to learn what a cue means)."""
         super().__init__(**kwargs)
         if frames < 0 or frame_size < 16 or crop_size < 8 or cue_driven_train_repeat < 1 or memory_tokens < 0:
             raise ConfigError(f"data: expected frames >= 0, frame_size >= 16, crop_size >= 8, "
@@ -103,6 +106,7 @@ class VisualForecastDataModule(ForecastDataModule):
         self.frames, self.frame_stride, self.gaze_crop = frames, frame_stride, gaze_crop
         self.frame_size, self.crop_size, self.cue_switches = frame_size, crop_size, cue_switches
         self.cue_driven_train_repeat, self.keep_cue_driven_eval = cue_driven_train_repeat, keep_cue_driven_eval
+        self.keep_cue_driven_train = keep_cue_driven_train
         self.memory, self.memory_tokens, self.memory_items = memory, memory_tokens, memory_items
         self.memory_embedder = memory_embedder
         self._world = None
@@ -159,15 +163,18 @@ class VisualForecastDataModule(ForecastDataModule):
 
             for name in ("train", "val", "test"):
                 mark_cue_points(points[name], world.cues)
-        if world is not None and world.cues is not None and self.keep_cue_driven_eval:
-            # The eval cap samples ~4% cue-driven points; every held-out cue-driven point is added so the
-            # cue-driven rows have enough points. The other points stay the capped, seeded sample.
+        kept = [name for name, keep in (("train", self.keep_cue_driven_train), ("val", self.keep_cue_driven_eval),
+                                        ("test", self.keep_cue_driven_eval)) if keep]
+        if world is not None and world.cues is not None and kept:
+            # The caps sample ~3% cue-driven points; every cue-driven point of the kept splits is added so
+            # the model can learn them and the cue-driven rows have enough points. The other points stay
+            # the capped, seeded sample.
             from egohorizon.data.demo_cues import mark_cue_points
             from egohorizon.data.points import build_points
 
             every = build_points(events, split, levels=self.levels, ks=self.ks, n_context=self.n_context,
                                  seed=self.seed, source=self.source, max_points=None)
-            for name in ("val", "test"):
+            for name in kept:
                 mark_cue_points(every[name], world.cues)
                 have = {p.id for p in points[name]}
                 points[name] = sorted(points[name] + [p for p in every[name]
@@ -269,10 +276,23 @@ class VisualForecastDataModule(ForecastDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         if not self.grounded:
-            return super().setup(stage)
+            fresh = "train" not in self._datasets
+            super().setup(stage)
+            if fresh and "train" in self._datasets and self.cue_driven_train_repeat > 1:
+                self._repeat_encoded_train()
+            return
         if self.visual and self.processor is None:
             raise ConfigError("data.frames / data.gaze_crop feed images: the backbone needs an image processor")
         self.prepare_points()
+
+    def _repeat_encoded_train(self) -> None:
+        """The text-only path's ``cue_driven_train_repeat``: the same extra examples as ``_train_points``."""
+        from datamodules.forecast import EncodedPoints
+
+        cued = {p.id for p in self.points["train"] if p.meta.get("cue_driven")}
+        items = self._datasets["train"].items
+        extra = [i for i in items if i["id"] in cued] * (self.cue_driven_train_repeat - 1)
+        self._datasets["train"] = EncodedPoints(items + extra)
 
     def _train_points(self) -> list[ForecastPoint]:
         points = self.points["train"]

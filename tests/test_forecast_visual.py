@@ -75,6 +75,26 @@ def test_prompt_with_frames_marks_each_image_before_now(world):
         render_grounded_prompt(point, [point.t0])
 
 
+@settings(max_examples=100, deadline=None)
+@given(fraction=st.floats(0, 1), m=st.integers(0, 5), stride=st.integers(1, 4), crop=st.booleans())
+def test_the_datamodule_never_shows_a_frame_at_or_after_t0(world, fraction, m, stride, crop):
+    """Frame selection as the datamodule does it (frames and close-up), at any t0 of the world: every image
+    time is strictly before t0 and inside one of the participant's recordings."""
+    from egohorizon.schema import ForecastPoint
+
+    module = _visual(world, frames=m, frame_stride=stride, gaze_crop=crop)
+    spans = [(r.start, r.end) for r in module.world().recordings if r.participant == "p01"]
+    lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
+    t0 = lo - 5 + fraction * (hi - lo + 10)
+    point = ForecastPoint(id=f"x/p01/L1/{t0}", participant="p01", level=1, k=1, t0=t0, context=[],
+                          targets=["?"], windows=[[t0, t0 + 1]])
+    times = module.frame_times(point) + ([module.crop_time(point)] if module.crop_time(point) is not None else [])
+    assert len(times) <= m + crop
+    for t in times:
+        assert t < t0 and any(s <= t < e for s, e in spans)
+    render_grounded_prompt(point, module.frame_times(point), module.crop_time(point))  # its own guard agrees
+
+
 @pytest.mark.slow  # points of a 2-week world built twice (~10 s CPU; a minute on a loaded machine)
 def test_frames_zero_is_the_text_only_forecaster(world):
     """Same points (cue marks aside), same prompts and corpus, and the parent's loaders."""
@@ -119,3 +139,28 @@ def test_batches_for_the_tiny_vlm(world, tmp_path):
     assert batch["image_grid_thw"].shape[0] == sum(len(module.frame_times(p)) + 1 for p in ordered)
     train = next(iter(module.train_dataloader()))
     assert (train["labels"] != -100).any() and "pixel_values" in train
+
+
+@pytest.mark.slow  # points of a 2-week world built three times and a tiny tokenizer (~1 min on a loaded machine)
+def test_cue_driven_training_points_are_all_kept_and_repeated_alike(world, tmp_path):
+    """keep_cue_driven_train adds every cue-driven training point to the capped sample, and
+    cue_driven_train_repeat shows them as often in the text-only path as in the visual one."""
+    from egohorizon.backbones import TinyBackbone
+
+    every = _visual(world, max_train_points=None).prepare_points()["train"]
+    capped = _visual(world).prepare_points()["train"]
+    text = _visual(world, frames=0, gaze_crop=False, keep_cue_driven_train=True, cue_driven_train_repeat=3)
+    train = text.prepare_points()["train"]
+    cued = {p.id for p in every if p.meta["cue_driven"]}
+    assert cued and cued <= {p.id for p in train}
+    assert {p.id for p in capped} <= {p.id for p in train} and len(train) == len({p.id for p in train})
+    backbone = TinyBackbone(cache_dir=str(tmp_path / "cache"), hidden_size=32, intermediate_size=64, num_layers=1,
+                            num_heads=2, num_kv_heads=1, vocab_size=400, patch_size=8, vision_depth=1,
+                            vision_hidden_size=16, min_pixels=256, max_pixels=4096)
+    backbone.prepare(corpus=text.training_corpus)
+    text.set_tokenizer(backbone.load_tokenizer())
+    text.setup("fit")
+    text.setup("fit")  # a second setup does not repeat them again
+    shown = [item["id"] for item in text._datasets["train"].items]
+    assert len(shown) == len(train) + 2 * len(cued) == len(text._train_points())
+    assert all(shown.count(pid) == 3 for pid in cued)

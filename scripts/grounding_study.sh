@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# The grounding study of issue 15 from one command per data set: trains each variant on the same points
+# (checkpoint chosen on the validation days by the experiment's objective), scores it once on the test
+# days, then compares them with bootstrap intervals (python eval.py +sweep=grounding).
+#
+#   bash scripts/grounding_study.sh demo [OUT]   # demo cue world, L1 + L2, K = 1: text vs +frames (~1 h on 2 busy CPU cores)
+#   bash scripts/grounding_study.sh epic [OUT]   # EPIC-KITCHENS conversion (data/epic), L1, K = 1: text vs +memory (~15 min)
+#
+# VARIANTS="text frames memory both" adds the memory variants to the demo study (each as long again).
+# A variant whose OUT/<variant>/metrics.json exists is not trained again. The table is OUT/study/
+# sweep_grounding.{md,csv,json,png}. docs/grounding.md has the measured tables and what each setting is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+WORLD=${1:?usage: grounding_study.sh demo|epic [OUT]}
+OUT=${2:-outputs/grounding_$WORLD}
+PY=${PYTHON:-.venv/bin/python}
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline TOKENIZERS_PARALLELISM=false
+mkdir -p "$OUT"
+
+case "$WORLD" in
+  demo)  # every cue-driven training point joins 100 sampled points per level (conf/data/forecast_visual.yaml)
+    VARIANTS=${VARIANTS:-text frames}
+    COMMON=(experiment=forecast_l3_visual "data.levels=[1,2]" "data.ks=[1]" data.max_train_points=100
+            data.max_eval_points=30 trainer.max_epochs=4 trainer.check_val_every_n_epoch=2) ;;
+  epic)  # no frames in EPIC-KITCHENS: memory only
+    VARIANTS=${VARIANTS:-text memory}
+    COMMON=(experiment=forecast_l3_visual data.events=data/epic/events.jsonl "data.levels=[1]" "data.ks=[1]"
+            data.min_history_days=1 data.max_train_points=300 data.max_eval_points=100 trainer.max_epochs=3
+            trainer.check_val_every_n_epoch=3) ;;
+  *) echo "grounding_study.sh: expected demo or epic, got $WORLD" >&2; exit 2 ;;
+esac
+
+variant_overrides() {  # the settings that make each variant
+  case "$1" in
+    text)   echo "data.frames=0 data.gaze_crop=false model.lora_vision=false" ;;
+    frames) echo "" ;;
+    memory) echo "data.frames=0 data.gaze_crop=false model.lora_vision=false data.memory=true" ;;
+    both)   echo "data.memory=true" ;;
+    *) echo "grounding_study.sh: unknown variant $1" >&2; exit 2 ;;
+  esac
+}
+
+runs=()
+for variant in $VARIANTS; do
+  if [ ! -f "$OUT/$variant/metrics.json" ]; then
+    # shellcheck disable=SC2046  # the variant's overrides are separate words
+    "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") logger=csv trainer.enable_progress_bar=false \
+      "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant" >"$OUT/$variant.log" 2>&1
+  fi
+  runs+=("sweep.runs.$variant=$OUT/$variant")
+done
+"$PY" eval.py +sweep=grounding "${runs[@]}" "paths.run_dir=$OUT/study" >"$OUT/study.log" 2>&1
+cat "$OUT/study/sweep_grounding.md"
