@@ -1,9 +1,10 @@
 """HandsDataModule: short first-person clips (issue 14) -> frames sampled at ``fps`` -> the hands text.
 
 Clips, gold boxes and segments come from a folder written by ``egohorizon.data.demo.hands`` (built on
-first use into ``demo_dir``); the split is its ``split.json`` (whole days held out). Frames are drawn
-from each clip's record when a sample is read, at ``fps`` frames per second over the clip (the
-sampling rate sent to the model). The target is ``metrics.hand_format``'s text: the gold boxes of
+first use into ``demo_dir``) or, for real frames with MediaPipe's pseudo-labels, by ``egohorizon hands
+clips`` (``clips_dir``; ``pipelines.hands_pseudo``); the split is its ``split.json`` (whole days held
+out). Frames are drawn from a demo clip's record, or read from a real clip's frame files, when a
+sample is read, at ``fps`` frames per second over the clip (the sampling rate sent to the model). The target is ``metrics.hand_format``'s text: the gold boxes of
 the sampled frames (the nearest annotated frame) in the pixels of the image the processor makes
 (``backbones.boxes.ResizeMapping``), then every gold segment of the clip.
 
@@ -54,25 +55,50 @@ def target_boxes(item, mapping) -> list[tuple[float, str, list[int]]]:
     return out
 
 
-class HandClipSamples(Dataset):
-    """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn in the worker)."""
+def clip_images(record: dict, folder: Path | None, times: list[float]) -> list:
+    """The clip's frames at ``times``: a real-frame clip (``egohorizon hands clips``) lists its frame
+    files by 30 fps index (each time takes the nearest one); a demo clip is drawn from its seed."""
+    if "frames" in record:
+        import numpy as np
+        from PIL import Image
 
-    def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None):
-        self.items, self.clips, self.mapping, self.prompt = items, clips, mapping, prompt
+        if folder is None:
+            raise ConfigError(f"clip {record['clip']}: its frame files need the clip folder")
+        listed = {int(index): file for index, file in record["frames"].items()}
+        if not listed:
+            raise ConfigError(f"{folder / 'clips.jsonl'}: clip {record['clip']} lists no frame files")
+        images = []
+        for t in times:
+            file = listed[min(listed, key=lambda index: (abs(index - FPS * t), index))]
+            try:
+                with Image.open(folder / file) as opened:
+                    images.append(np.asarray(opened.convert("RGB")))
+            except OSError as error:
+                raise ConfigError(f"clip {record['clip']}: cannot read frame {folder / file} ({error})") from None
+        return images
+    from egohorizon.data.demo.hands import clip_from_record
+    from egohorizon.data.demo.hands_render import render_hand_frame
+
+    clip = clip_from_record(record)
+    return [render_hand_frame(clip, t) for t in times]
+
+
+class HandClipSamples(Dataset):
+    """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn or read in the worker)."""
+
+    def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None, folder: Path | None = None):
+        self.items, self.clips, self.mapping, self.prompt, self.folder = items, clips, mapping, prompt, folder
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        from egohorizon.data.demo.hands import clip_from_record
-        from egohorizon.data.demo.hands_render import render_hand_frame
         from egohorizon.metrics.hand_format import render_hand_text
         from egohorizon.prompts.hands import render_hands_prompt
 
         item = self.items[i]
         record = self.clips[item.id]
-        clip = clip_from_record(record)
-        images = [render_hand_frame(clip, t) for t in item.frame_times]
+        images = clip_images(record, self.folder, item.frame_times)
         text = render_hands_prompt(item.frame_times, record["duration"], self.mapping.resized, prompt=self.prompt)
         target = render_hand_text(target_boxes(item, self.mapping), item.segments)
         return {"text": text, "images": images, "target": target, "key": item.id}
@@ -206,17 +232,14 @@ class HandsDataModule(TaskDataModule):
         return {**options, "baseline_boxes": self._baseline[split], "baseline_name": "mediapipe"}
 
     def _mediapipe_boxes(self, items) -> list[dict]:
-        from egohorizon.data.demo.hands import clip_from_record
-        from egohorizon.data.demo.hands_render import render_hand_frame
         from egohorizon.pipelines.hands_detector import MediaPipeHands
 
         detector = MediaPipeHands()
         out = []
         for item in items:
-            clip = clip_from_record(self.clips[item.id])
-            for t in item.frame_times:
-                out += [{"clip": item.id, "t": t, "hand": h.hand, "box": list(h.box)}
-                        for h in detector.detect(render_hand_frame(clip, t))]
+            images = clip_images(self.clips[item.id], self._folder(), item.frame_times)
+            for t, image in zip(item.frame_times, images):
+                out += [{"clip": item.id, "t": t, "hand": h.hand, "box": list(h.box)} for h in detector.detect(image)]
         return out
 
     def _loader(self, split: str) -> DataLoader:
@@ -224,7 +247,7 @@ class HandsDataModule(TaskDataModule):
             raise ConfigError("the hands datamodule feeds frames: it needs a vision-language backbone (processor)")
         self.prepare()
         train = split == "train"
-        data = HandClipSamples(self.by_split[split], self.clips, self.mapping, self.prompt_name)
+        data = HandClipSamples(self.by_split[split], self.clips, self.mapping, self.prompt_name, self._folder())
         if not len(data):
             raise ConfigError(f"no hand clips in the {split!r} split of {self._folder()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,

@@ -1,6 +1,8 @@
 """``egohorizon hands detect IMAGES_DIR --out boxes.jsonl``: left/right hand boxes for a folder of
 images (``--gold boxes.csv`` also scores them hand-agnostically); ``egohorizon hands label SHARDS
 --out boxes.jsonl``: gold-format box records for every frame of a shard folder (pseudo-labels);
+``egohorizon hands clips SHARDS --labels boxes.jsonl --out DIR``: those frames and labels as a clip
+folder the hand VLM trains on (``data.clips_dir``);
 ``egohorizon hands aria VRS``: the detector scored against an Aria gen2 recording's own hand tracking.
 The detector is MediaPipe's palm + landmark models (``egohorizon.pipelines.hands_detector``)."""
 
@@ -35,6 +37,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     label.add_argument("--out", required=True, help="the box records JSONL to write")
     _add_model(label)
     label.set_defaults(handler=run_label)
+    clips = sub.add_parser("clips", help="a training clip folder from shard frames and their pseudo-labels",
+                           description="Cuts every shard window into short clips, writes their frames (one size) "
+                                       "and the label records of `hands label` as the clip folder the hands "
+                                       "datamodule trains on (data.clips_dir); whole days held out.")
+    clips.add_argument("shards", help="the shard folder the labels were written for")
+    clips.add_argument("--labels", required=True, help="the box records of `egohorizon hands label`")
+    clips.add_argument("--out", required=True, help="the clip folder to write")
+    clips.add_argument("--clip-seconds", type=float, default=6.0, help="clip length (default 6)")
+    clips.add_argument("--size", default="320x240", help="WIDTHxHEIGHT every frame is resized to (default 320x240)")
+    clips.add_argument("--val-days", type=int, default=1, help="held-out validation days (default 1)")
+    clips.add_argument("--test-days", type=int, default=1, help="held-out test days (default 1)")
+    clips.add_argument("--seed", type=int, default=0, help="draws the held-out days")
+    clips.set_defaults(handler=run_clips)
     aria = sub.add_parser("aria", help="score the detector against an Aria gen2 recording's own hand tracking",
                           description="The device's 21 hand landmarks per hand, projected into each RGB frame "
                                       "through the calibration, give real left/right boxes without annotation; "
@@ -117,6 +132,22 @@ def run_label(args: argparse.Namespace) -> int:
     problems: list[dict] = []
     count = _write_jsonl(args.out, label_shards(args.shards, find, provenance["detector"], problems))
     write_result({"out": args.out, "boxes": count, "damaged_shards": problems, **provenance})
+    return 0
+
+
+def run_clips(args: argparse.Namespace) -> int:
+    from egohorizon.errors import ConfigError
+    from egohorizon.pipelines.hands_pseudo import build_pseudo_clips
+
+    try:
+        width, height = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise ConfigError(f"--size: expected WIDTHxHEIGHT such as 320x240, got {args.size!r}") from None
+    if width < 1 or height < 1:
+        raise ConfigError(f"--size: expected positive sides, got {args.size!r}")
+    write_result(build_pseudo_clips(args.shards, args.labels, args.out, clip_s=args.clip_seconds,
+                                    size=(width, height), val_days=args.val_days, test_days=args.test_days,
+                                    seed=args.seed))
     return 0
 
 
