@@ -34,7 +34,9 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
         runs = OmegaConf.to_container(cfg.sweep.runs, resolve=True)
         return {**run_grounding_study(runs, run_dir / "sweep_grounding", split=cfg.split,
-                                      n_boot=cfg.sweep.n_boot, seed=cfg.seed), "run_dir": str(run_dir)}
+                                      n_boot=cfg.sweep.n_boot, seed=cfg.seed,
+                                      repeat_last=bool(cfg.sweep.get("repeat_last", False))),
+                "run_dir": str(run_dir)}
     if name not in SWEEPS:
         raise ConfigError(f"sweep.name: expected one of {SWEEPS}, got {name!r}")
     if (cfg.get("eval_task") or "forecast") != "forecast":

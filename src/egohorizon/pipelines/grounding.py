@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 
 BASELINE = "text"
 ORDER = ("text", "frames", "memory", "both")
+# The repeat-last-K baseline on the same points (scored here, with the runs' own embedder), as a reference column.
+REPEAT_LAST = "repeat_last"
 
 
 def s_norm(s: np.ndarray, s_rand: np.ndarray) -> float:
@@ -93,6 +95,21 @@ def _cue_flags(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
             mark_cue_points(marked, index)
             flags = {p.id: bool(p.meta["cue_driven"]) for p in marked}
     return flags
+
+
+def repeat_last_scores(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, dict]:
+    """Per-point S of the repeat-last-K baseline (the last K context events as the one candidate), scored
+    with the embedder the baseline run was scored with (its ``forecast_eval.score_options``)."""
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.forecast import score_forecasts
+    from egohorizon.tasks.forecast import repeat_last_predictions
+
+    callbacks = config.get("callbacks") or {}
+    options = (callbacks.get("forecast_eval") or {}).get("score_options") or {}
+    ordered = list(points.values())
+    report = score_forecasts(ordered, repeat_last_predictions(ordered), get_embedder(options.get("embedder", "minilm")),
+                             n_random_draws=int(options.get("n_random_draws", 5)), seed=int(options.get("seed", 0)))
+    return {row["id"]: row for row in report["per_point"]}
 
 
 def study_rows(runs: Mapping[str, Mapping[str, dict]], points: Mapping[str, Any], cue: Mapping[str, bool],
@@ -158,26 +175,30 @@ def plot(rows: Sequence[Mapping[str, Any]], names: Sequence[str], path: Path) ->
 
 
 def run_grounding_study(runs: Mapping[str, str | None], out: Path, split: str = "test", n_boot: int = 2000,
-                        seed: int = 0) -> dict[str, Any]:
+                        seed: int = 0, repeat_last: bool = False) -> dict[str, Any]:
     """Reads the given run folders (variant -> folder; unset variants are left out), writes
-    ``out.csv``, ``out.md``, ``out.json`` and ``out.png``; returns the rows and paths."""
+    ``out.csv``, ``out.md``, ``out.json`` and ``out.png``; returns the rows and paths. ``repeat_last``:
+    the repeat-last-K baseline on the same points is scored too and reported as one more column."""
     given = {name: Path(folder) for name, folder in runs.items() if folder}
     if BASELINE not in given:
         raise ConfigError("sweep.runs.text: the text-only run folder is needed (the baseline of every difference)")
     unknown = set(given) - set(ORDER)
     if unknown:
         raise ConfigError(f"sweep.runs: unknown variant(s) {sorted(unknown)}; expected some of {ORDER}")
-    scores, points, cue = {}, {}, {}
+    scores, points, cue, configs = {}, {}, {}, {}
     for name, folder in given.items():
-        per_point, config, run_points = _read_run(folder, split)
+        per_point, configs[name], run_points = _read_run(folder, split)
         scores[name] = per_point
         points.update(run_points)
-        cue.update(_cue_flags(run_points, config))
+        cue.update(_cue_flags(run_points, configs[name]))
     ids = [set(s) for s in scores.values()]
     if any(i != ids[0] for i in ids):
         raise ConfigError("grounding study: the runs scored different points; train them on the same data settings "
                           "(same demo_dir, levels, ks, caps and seed) so every variant answers the same points")
     names = [n for n in ORDER if n in given]
+    if repeat_last:
+        scores[REPEAT_LAST] = repeat_last_scores({pid: points[pid] for pid in scores[BASELINE]}, configs[BASELINE])
+        names.append(REPEAT_LAST)
     rows = study_rows({n: scores[n] for n in names}, points, cue, n_boot=n_boot, seed=seed)
     out.parent.mkdir(parents=True, exist_ok=True)
     with open(out.with_suffix(".csv"), "w", newline="") as handle:
