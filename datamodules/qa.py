@@ -238,11 +238,17 @@ class QADataModule(TaskDataModule):
         return {item.id: item for item in self.by_split[split]}
 
     def eval_options(self, split: str) -> dict[str, Any]:
-        """The majority-position baseline's letter: the most frequent answer among the training items."""
+        """The baselines' training statistics: the majority position (the most frequent answer letter)
+        and the answer prior (per task type, how often each option text was right; metrics.qa)."""
         from collections import Counter
 
-        counts = Counter(item.answer for item in self.by_split.get("train", []))
-        return {"majority_letter": min(counts, key=lambda a: (-counts[a], a))} if counts else {}
+        from egohorizon.metrics.qa import answer_prior
+
+        train = self.by_split.get("train", [])
+        counts = Counter(item.answer for item in train)
+        if not counts:
+            return {}
+        return {"majority_letter": min(counts, key=lambda a: (-counts[a], a)), "answer_prior": answer_prior(train)}
 
     def _loader(self, split: str) -> DataLoader:
         if self.processor is None:

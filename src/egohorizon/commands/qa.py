@@ -111,6 +111,7 @@ def run_answer(args: argparse.Namespace) -> int:
     from egohorizon.data.leakage import check_qa_items
     from egohorizon.errors import ConfigError
     from egohorizon.llm import make_backend
+    from egohorizon.metrics.qa import answer_prior
     from egohorizon.prompts import load_prompt
     from egohorizon.prompts.qa import QA_PROMPT_NAME, memory_query, render_qa_prompt
     from egohorizon.schema import QAItem, load_jsonl, write_jsonl
@@ -138,9 +139,11 @@ def run_answer(args: argparse.Namespace) -> int:
     task = get_task("qa")
     raw = {item.id: out for item, out in zip(items, texts)}
     predictions = {item.id: task.parse(raw[item.id], item) for item in items}
-    train = Counter(i.answer for i in every if i.meta.get("split") == "train")
+    train_items = [i for i in every if i.meta.get("split") == "train"]
+    train = Counter(i.answer for i in train_items)
     majority = min(train, key=lambda a: (-train[a], a)) if train else None
-    evaluation = task.evaluate(items, predictions, args.split, majority_letter=majority)
+    evaluation = task.evaluate(items, predictions, args.split, majority_letter=majority,
+                               answer_prior=answer_prior(train_items))
     prompt = load_prompt(QA_PROMPT_NAME)
     out = Path(args.out)
     write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,

@@ -20,6 +20,7 @@ refused forms is in docs/scoring.md.
 from __future__ import annotations
 
 import re
+import string
 import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -188,3 +189,28 @@ def score_qa(
         "per_task": dict(sorted(per_task.items())),
         "per_level": per_level,
     }
+
+
+def answer_prior(train_items: Sequence[QAItem]) -> dict[str, dict[str, int]]:
+    """The answer-prior baseline's table: per task type, each option text's times right minus times a
+    distractor among the training items. A blind baseline (no frames, no memory, not even the question):
+    it measures how much the options' wording gives away, e.g. an activity that is always the regular one."""
+    table: dict[str, dict[str, int]] = {}
+    for item in train_items:
+        scores = table.setdefault(item.task, {})
+        for letter, option in zip(string.ascii_uppercase, item.options, strict=False):
+            scores[option] = scores.get(option, 0) + (1 if letter == item.answer else -1)
+    return table
+
+
+def prior_answers(items: Sequence[QAItem], table: Mapping[str, Mapping[str, int]],
+                  tie_letter: str | None = None) -> dict[str, str]:
+    """Each item's option with the highest ``answer_prior`` score of its task type; among tied options
+    the ``tie_letter`` (the majority position) when it is one of them, else the first."""
+    answers = {}
+    for item in items:
+        scores = table.get(item.task, {})
+        values = [scores.get(option, 0) for option in item.options]
+        best = [string.ascii_uppercase[k] for k, v in enumerate(values) if v == max(values)]
+        answers[item.id] = tie_letter if tie_letter in best else best[0]
+    return answers

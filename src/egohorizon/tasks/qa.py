@@ -53,11 +53,15 @@ class QATask(Task):
         task_levels: Mapping[str, int] | None = None,
         prefix: str = "qa",
         majority_letter: str | None = None,
+        answer_prior: Mapping[str, Mapping[str, int]] | None = None,
     ) -> Evaluation:
         """``majority_letter``: the most frequent answer position of the training items; when given,
         the majority-position baseline (that letter for every item) is scored and logged beside the
-        model as ``{split}/majority_position_{prefix}_avg``, ``_acc``, per task and per level."""
-        from egohorizon.metrics.qa import score_qa
+        model as ``{split}/majority_position_{prefix}_avg``, ``_acc``, per task and per level.
+        ``answer_prior``: ``metrics.qa.answer_prior`` of the training items; when given, the
+        answer-prior baseline (each item's option most often right in training, options only) is
+        scored and logged the same way as ``{split}/answer_prior_{prefix}_*``."""
+        from egohorizon.metrics.qa import prior_answers, score_qa
 
         report = score_qa(items, predictions, task_levels)
         baselines: dict[str, Any] = {"chance": report["chance"]}
@@ -66,6 +70,10 @@ class QATask(Task):
             majority = score_qa(items, {item.id: majority_letter for item in items}, task_levels)
             baselines["majority_position"] = {"letter": majority_letter, **majority}
             metrics.update(flat_metrics(majority, split, f"majority_position_{prefix}"))
+        if answer_prior:
+            prior = score_qa(items, prior_answers(items, answer_prior, majority_letter), task_levels)
+            baselines["answer_prior"] = prior
+            metrics.update(flat_metrics(prior, split, f"answer_prior_{prefix}"))
         # Every scored item once, in order (an unanswered one as None), so compare can check the items.
         candidates = {item.id: predictions.get(item.id) for item in items}
         return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=candidates)
@@ -125,7 +133,9 @@ class QATask(Task):
         "per cognitive level (1 Schema Consolidation, 2 Episodic Indexing, 3 Cascading Reasoning) Avg "
         "averages that level's task types. An answer that names no option or several is invalid and wrong, "
         "never guessed. A checkpoint is useful where it beats chance and majority-position (the training "
-        "items' most frequent answer letter for every question)."
+        "items' most frequent answer letter for every question); answer-prior (each question's option most "
+        "often right among the training items of its type, without frames, memory or question) shows how "
+        "much the options' wording alone gives away."
     )
 
     def item_ids(self, evaluation: Evaluation) -> list[str]:
@@ -134,8 +144,9 @@ class QATask(Task):
     def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
         """The model, then the majority-position baseline where it was scored: overall, then per level."""
         reports = [("model", evaluation.report)]
-        if isinstance(evaluation.baselines.get("majority_position"), Mapping):
-            reports.append(("majority-position", evaluation.baselines["majority_position"]))
+        for name in ("majority_position", "answer_prior"):
+            if isinstance(evaluation.baselines.get(name), Mapping):
+                reports.append((name.replace("_", "-"), evaluation.baselines[name]))
         rows = []
         for predictor, report in reports:
             invalid_by_level: dict[str, int] = {}
