@@ -330,6 +330,14 @@ class CaptionDataModule(TaskDataModule):
             texts.append(render_caption_answer(meta["events"], meta["start"], meta["end"]) or "")
         return texts
 
+    def training_answers(self) -> list[str]:
+        """The distinct targets of the training windows (their gold actions in the caption format), in
+        a fixed order: the answer set of ``model.generation.answer_set=train`` (models.caption)."""
+        from egohorizon.prompts.caption import render_caption_answer
+
+        answers = {render_caption_answer(m["events"], m["start"], m["end"]) for m in self.window_metas("train")}
+        return sorted(a for a in answers if a)
+
     def eval_items(self, split: str) -> dict[str, Any]:
         """The split's windows that have gold level-1 actions, by window key, as ``CaptionWindow``
         records (what the caption task scores); the activity type is the window's longest level-4

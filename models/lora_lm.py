@@ -253,6 +253,15 @@ class LoRALanguageModule(L.LightningModule):
             }
         raise ConfigError(f"model.generation.strategy: expected 'sample' or 'beam', got {g['strategy']!r}")
 
+    def generation_extras(self, batch: dict[str, Any], prompt_length: int) -> dict[str, Any]:
+        """More ``generate`` arguments for this batch (a subclass's logits processor); none by default."""
+        return {}
+
+    def generation_constraints(self, batch: dict[str, Any]) -> dict[str, Any]:
+        """Extra ``generate`` arguments that restrict what may be written (e.g. a
+        ``prefix_allowed_tokens_fn``); none by default."""
+        return {}
+
     @torch.no_grad()
     def generate_texts(self, batch: dict[str, Any], batch_idx: int = 0) -> list[list[str]]:
         """Raw output texts per input: ``sequences_per_input()`` each, seeded by the batch index, from
@@ -266,8 +275,10 @@ class LoRALanguageModule(L.LightningModule):
             # Sharded weights (ZeRO-3, FSDP): every rank must keep stepping until all ranks are done.
             "synced_gpus": self._sharded(),
             **self._sampling_arguments(),
+            **self.generation_constraints(batch),
         }
         prompt_ids = batch["prompt_ids"]
+        kwargs.update(self.generation_extras(batch, prompt_ids.shape[1]))
         inputs = self._inputs(
             prompt_ids,
             batch["prompt_mask"],
