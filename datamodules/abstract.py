@@ -138,7 +138,8 @@ class AbstractDataModule(TaskDataModule):
             raise ConfigError(f"item {item.id}: prompt and answer take {len(prompt) + len(answer)} tokens, more "
                               f"than data.max_length={self.max_length}; lower data.max_events")
         # "k": the forecast datasets sort eval items by K first; one group of abstraction items here.
-        return {"id": item.id, "k": 0, "prompt_ids": prompt, "answer_ids": answer}
+        # "n_events": what constrained decoding (model.generation.constrained) needs to know of the run.
+        return {"id": item.id, "k": 0, "prompt_ids": prompt, "answer_ids": answer, "n_events": len(item.events)}
 
     def setup(self, stage: str | None = None) -> None:
         if self.tokenizer is None:
@@ -186,5 +187,6 @@ class EvalCollator(TrainCollator):
         batch = super().__call__(items)
         prompts = [i["prompt_ids"] for i in items]
         batch.update(prompt_ids=_pad(prompts, self.pad_id, left=True),
-                     prompt_mask=_pad([[1] * len(p) for p in prompts], 0, left=True), ids=[i["id"] for i in items])
+                     prompt_mask=_pad([[1] * len(p) for p in prompts], 0, left=True), ids=[i["id"] for i in items],
+                     n_events=[i["n_events"] for i in items])
         return batch

@@ -73,3 +73,29 @@ def test_the_trained_adapter_abstracts_days_with_the_local_backend(trained, tmp_
     out = capsys.readouterr().out
     again = json.loads(out[out.index("{\n"):])
     assert again["cache_misses"] == 0 and again["days_done_now"] == report["days_failed"]
+
+
+def test_constrained_decoding_builds_the_day_the_free_reply_may_not(trained, tmp_path, capsys):
+    """With --constrained the same barely trained adapter can write only valid groupings: no reply is refused,
+    the day is built and the hierarchy holds (the model still chose every boundary and word)."""
+    tmp, _result = trained
+    l1 = [e for e in load_jsonl(tmp / "events.jsonl", Event) if e.level == 1][:30]
+    write_jsonl(tmp_path / "l1.jsonl", l1)
+    args = ["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "h"), "--levels", "3",
+            "--model", str(tmp / "run"), "--max-events", "12", "--overlap", "3", "--retries", "0",
+            "--max-new-tokens", "256", "--constrained"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{\n"):])
+    assert (report["days_ok"], report["invalid_replies"]) == (1, 0) and report["settings"]["constrained"]
+    events = load_jsonl(tmp_path / "h" / "events.jsonl", Event)
+    assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3}
+    assert len([e for e in events if e.level == 1]) == 30
+
+
+def test_constrained_decoding_needs_a_trained_adapter(tmp_path, capsys):
+    write_jsonl(tmp_path / "l1.jsonl", [Event(id="a", participant="p", day="d1", session="s", level=1, start=0,
+                                              end=1, text="x")])
+    code = main(["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "h"), "--model", "m",
+                 "--base-url", "http://127.0.0.1:9/v1", "--constrained"])
+    assert code == 2 and "needs a trained adapter" in capsys.readouterr().err

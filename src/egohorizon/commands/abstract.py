@@ -32,6 +32,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
     parser.add_argument("--retry-temperature", type=float, default=0.7,
                         help="sampling temperature of the retries (seeded: seed + attempt; default 0.7)")
+    parser.add_argument("--constrained", action="store_true",
+                        help="a trained adapter decodes only valid groupings of each run (indices held to the "
+                             "run, the reply ends at its last event); the model still picks every boundary")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'abstract')")
     parser.add_argument("--device", help="local model: cuda, cpu (default: cuda when available)")
@@ -53,7 +56,7 @@ def run_abstract(args: argparse.Namespace) -> int:
         settings = AbstractSettings(top_level=args.levels, max_events=args.max_events, overlap=args.overlap,
                                     retries=args.retries, max_new_tokens=args.max_new_tokens,
                                     temperature=args.temperature, retry_temperature=args.retry_temperature,
-                                    seed=args.seed)
+                                    constrained=args.constrained, seed=args.seed)
     except ValueError as error:
         raise ConfigError(f"--levels/--max-events/--overlap: {error}") from None
     out = Path(args.out)

@@ -43,6 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     abstract.add_argument("--max-events", type=int, default=40)
     abstract.add_argument("--overlap", type=int, default=8)
     abstract.add_argument("--retries", type=int, default=2)
+    abstract.add_argument("--constrained", action="store_true",
+                          help="a trained abstractor decodes only valid groupings (egohorizon abstract --constrained)")
     abstract.add_argument("--abstract-concurrency", type=int, default=8)
     points = parser.add_argument_group("points")
     points.add_argument("--point-levels", type=int, nargs="+", default=[1, 2, 3, 4, 5])
@@ -63,6 +65,8 @@ def chain_settings(args: argparse.Namespace):
         captioner["concurrency"] = args.caption_concurrency
     abstractor = {"model": args.abstractor, "base_url": args.abstractor_base_url, "top_level": args.levels,
                   "max_events": args.max_events, "overlap": args.overlap, "retries": args.retries, "seed": args.seed}
+    if args.constrained:  # only when asked, so earlier runs' fingerprints stay the same
+        abstractor["constrained"] = True
     if args.abstractor_base_url:
         abstractor["max_concurrency"] = args.abstract_concurrency
     return ChainSettings(

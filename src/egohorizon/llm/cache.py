@@ -104,8 +104,10 @@ class CachedBackend(LLMBackend):
         temperature: float = 0.0,
         seed: int = 0,
         n: int = 1,
+        **options: Any,
     ) -> list[list[str]]:
-        params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed, "n": n}
+        # ``options``: a backend's own decoding options (e.g. the abstractor's grouping_events); part of the key.
+        params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed, "n": n, **options}
         keys = [cache_key(self.model_id, p, **params) for p in prompts]
         results: list[list[str] | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, r in enumerate(results) if r is None]

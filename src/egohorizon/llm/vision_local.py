@@ -165,8 +165,9 @@ class LocalVLMBackend(LLMBackend):
         return PromptEncoder(self.load_processor(), bool(self.chat_template))
 
     def generate_batch(self, batch: dict[str, Any], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                       seed: int = 0) -> list[str]:
-        """One text per sample of an encoded batch."""
+                       seed: int = 0, logits_processor: Any = None) -> list[str]:
+        """One text per sample of an encoded batch (``logits_processor``: a transformers
+        ``LogitsProcessorList`` applied while decoding, e.g. constrained decoding)."""
         import torch
 
         self.load()
@@ -181,6 +182,8 @@ class LocalVLMBackend(LLMBackend):
         options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id,
                                    "eos_token_id": tokenizer.eos_token_id}
         options.update({"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False})
+        if logits_processor is not None:
+            options["logits_processor"] = logits_processor
         torch.manual_seed(seed)
         with torch.inference_mode():
             out = self._model.generate(**inputs, **options)
@@ -190,12 +193,14 @@ class LocalVLMBackend(LLMBackend):
     # -- the LLMBackend interface (chat messages with image parts) -----------------------------------
 
     def generate(self, prompt: Prompt, *, max_new_tokens: int = 256, temperature: float = 0.0, seed: int = 0,
-                 n: int = 1) -> list[str]:
+                 n: int = 1, grouping_events: int | None = None) -> list[str]:
         return self.generate_many([prompt], max_new_tokens=max_new_tokens, temperature=temperature, seed=seed,
-                                  n=n)[0]
+                                  n=n, grouping_events=grouping_events)[0]
 
     def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                      seed: int = 0, n: int = 1) -> list[list[str]]:
+                      seed: int = 0, n: int = 1, grouping_events: int | None = None) -> list[list[str]]:
+        """``grouping_events``: the abstractor's constrained decoding, every prompt a run of that many events
+        (only valid groupings of it can be written: ``prompts.abstract_constraint``)."""
         from egohorizon.llm.images import message_sample
 
         if n != 1 and temperature == 0:
@@ -204,10 +209,22 @@ class LocalVLMBackend(LLMBackend):
         encode, out = self.encoder(), []
         for start in range(0, len(samples), self.batch_size):
             chunk = samples[start:start + self.batch_size]
-            texts = [self.generate_batch(encode(chunk), max_new_tokens=max_new_tokens, temperature=temperature,
-                                         seed=seed + k) for k in range(n)]
+            batch = encode(chunk)
+            processor = self._grouping(grouping_events, len(chunk), batch["prompt_ids"].shape[1])
+            texts = [self.generate_batch(batch, max_new_tokens=max_new_tokens, temperature=temperature,
+                                         seed=seed + k, logits_processor=processor) for k in range(n)]
             out += [[texts[k][i] for k in range(n)] for i in range(len(chunk))]
         return out
+
+    def _grouping(self, n_events: int | None, rows: int, prompt_length: int) -> Any:
+        if n_events is None:
+            return None
+        from transformers import LogitsProcessorList
+
+        from egohorizon.prompts.abstract_constraint import grouping_processor
+
+        return LogitsProcessorList([grouping_processor(self.load_processor().tokenizer, [n_events] * rows,
+                                                       prompt_length)])
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local_vlm", "model": self.model_id, "base": self.base, "adapter": self.adapter}

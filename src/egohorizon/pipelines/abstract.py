@@ -58,6 +58,9 @@ class AbstractSettings:
     # False for a trained adapter: it learned single prompts, and a conversation holding its bad reply and
     # the error made it write nonsense (docs/abstraction.md); its retries sample the same prompt again.
     show_error: bool = True
+    # Constrained decoding (a trained adapter only): the model can write only valid groupings of the run
+    # (prompts/abstract_constraint.py), so no reply is refused; the model still chooses every boundary.
+    constrained: bool = False
     seed: int = 0
     prompt: str | None = None  # a prompt name or .txt path; None: the bundled "abstract"
 
@@ -102,8 +105,9 @@ def ask_model(backend: LLMBackend, settings: AbstractSettings, counts: Counts) -
             temperature = settings.temperature if attempt == 0 else max(settings.temperature,
                                                                          settings.retry_temperature)
             try:
+                constraint = {"grouping_events": len(events)} if settings.constrained else {}
                 reply = backend.generate(messages, max_new_tokens=settings.max_new_tokens,
-                                         temperature=temperature, seed=settings.seed + attempt)[0]
+                                         temperature=temperature, seed=settings.seed + attempt, **constraint)[0]
             except LLMError as error:
                 raise DayFailed("model", str(error)) from error
             try:

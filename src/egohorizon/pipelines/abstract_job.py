@@ -97,6 +97,9 @@ class AbstractJob:
                  workers: int = 1, retry_failed: bool = False) -> None:
         self.events_path, self.out = Path(events), Path(out)
         self.setup, self.workers, self.retry_failed = setup, max(1, workers), retry_failed
+        if settings.constrained and setup.adapter is None:
+            raise ConfigError("constrained decoding (--constrained) masks a local model's tokens: it needs a "
+                              "trained adapter as --model, not a server or another model")
         self.settings = AbstractSettings(**{**asdict(settings), "prompt": setup.prompt_path,
                                             "show_error": setup.adapter is None})
         public = {k: v for k, v in asdict(self.settings).items() if k != "prompt"}
