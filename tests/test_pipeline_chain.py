@@ -188,3 +188,20 @@ def test_the_command_wants_recordings_or_demo(capsys):
     args = ["pipeline", "--out", "/tmp/unused", "--captioner", "c", "--abstractor", "a"]
     assert main(args) == 2
     assert "either RECORDINGS or --demo" in capsys.readouterr().err
+
+
+def test_chosen_demo_days_only(tmp_path, server, capsys):
+    """--demo-day keeps exactly the participant-days named (days the trained models held out); a day
+    without a recording is a clear error."""
+    def without_demo_days(out: Path) -> list[str]:
+        args = chain_args(out, server.url)
+        at = args.index("--demo-days")
+        return args[:at] + args[at + 2:]
+
+    args = without_demo_days(tmp_path / "bad")
+    assert main([*args, "--demo-day", "p01/1999-01-01", "--until", "shards"]) == 2
+    assert "--demo-day p01/1999-01-01: no demo recording" in capsys.readouterr().err
+    args = without_demo_days(tmp_path / "one")
+    assert main([*args, "--demo-day", "p02/2025-03-06", "--until", "caption"]) == 0
+    events = load_jsonl(tmp_path / "one" / "captions" / "events.jsonl", Event)
+    assert events and {(e.participant, e.day) for e in events} == {("p02", "2025-03-06")}

@@ -20,6 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--demo", action="store_true", help="the demo world instead of recordings")
     parser.add_argument("--demo-dir", help="demo world folder (default: data/demo)")
     parser.add_argument("--demo-days", type=int, help="only the first N recorded demo days")
+    parser.add_argument("--demo-day", dest="demo_day_list", action="append", default=[], metavar="P/DAY",
+                        help="only this demo participant-day, e.g. p01/2025-03-04 (repeat for more): days the "
+                             "trained captioner and abstractor held out")
     parser.add_argument("--participant", default="p1", help="participant of a RECORDINGS folder (default p1)")
     parser.add_argument("--until", choices=("ingest", "shards", "caption", "abstract", "points"),
                         help="stop after this stage")
@@ -71,6 +74,7 @@ def chain_settings(args: argparse.Namespace):
         abstractor["max_concurrency"] = args.abstract_concurrency
     return ChainSettings(
         recordings=args.recordings, demo=args.demo, demo_dir=args.demo_dir, demo_days=args.demo_days,
+        demo_day_list=args.demo_day_list,
         participant=args.participant,
         shards={"window_s": args.window, "long_side": args.long_side, "crop_size": args.crop_size,
                 "stride": args.stride, "min_frames": args.min_frames, "deid": args.deid},

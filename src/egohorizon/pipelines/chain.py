@@ -42,6 +42,8 @@ class ChainSettings:
     demo: bool = False
     demo_dir: str | None = None
     demo_days: int | None = None
+    # only these demo participant-days ("p01/2025-03-04"), e.g. days no trained model of the chain saw
+    demo_day_list: list[str] = field(default_factory=list)
     participant: str = "p1"
     shards: dict[str, Any] = field(default_factory=dict)  # window, long_side, crop_size, stride, deid, ...
     captioner: dict[str, Any] = field(default_factory=dict)  # model, base_url, and caption options

@@ -123,6 +123,13 @@ def run_shards(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
         world = _demo_world(settings)
         days = sorted({r.day for r in world.recordings})[: settings.demo_days] if settings.demo_days else None
         recordings = [r for r in world.recordings if days is None or r.day in days]
+        if settings.demo_day_list:
+            wanted = set(settings.demo_day_list)
+            missing = wanted - {f"{r.participant}/{r.day}" for r in recordings}
+            if missing:
+                raise ConfigError(f"--demo-day {', '.join(sorted(missing))}: no demo recording on that participant-day "
+                                  "(expected participant/YYYY-MM-DD, e.g. p01/2025-03-04)")
+            recordings = [r for r in recordings if f"{r.participant}/{r.day}" in wanted]
         sources = demo_sources(world, frame_size=config.long_side, recordings=recordings)
         inputs = None
     else:
@@ -212,8 +219,9 @@ def digest_points(run_dir: Path) -> str:
 
 def default_stages() -> list[Stage]:
     def source(s: ChainSettings) -> dict[str, Any]:
+        chosen = {"demo_day_list": sorted(s.demo_day_list)} if s.demo_day_list else {}  # old runs keep their key
         return {"recordings": s.recordings and str(Path(s.recordings).resolve()), "demo": s.demo,
-                "demo_dir": s.demo_dir, "demo_days": s.demo_days, "participant": s.participant}
+                "demo_dir": s.demo_dir, "demo_days": s.demo_days, "participant": s.participant, **chosen}
 
     return [
         Stage("ingest", source, run_ingest, digest_ingest),
