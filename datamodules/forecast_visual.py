@@ -91,13 +91,16 @@ class VisualForecastDataModule(ForecastDataModule):
                  crop_size: int = 56, cue_switches: bool = True, cue_driven_train_repeat: int = 1,
                  memory: bool = False, memory_tokens: int = 256, memory_items: int = 4,
                  memory_embedder: str = "words", keep_cue_driven_eval: bool = True,
-                 keep_cue_driven_train: bool = False, **kwargs):
+                 keep_cue_driven_train: bool = False, hide_cues: bool = False, **kwargs):
         """``cue_driven_train_repeat``: each cue-driven training point is shown that many times per
         epoch (they are ~3% of the points), by the text-only path too, so every variant trains on the
         same examples; ``keep_cue_driven_eval``: every cue-driven val/test point joins the capped sample
         (their own rows need them; the all-points rows then over-represent them, so the study reports
         both); ``keep_cue_driven_train``: every cue-driven training point joins the capped training
-        sample (a cap of 300 points per level leaves ~7 of them: too few to learn what a cue means)."""
+        sample (a cap of 300 points per level leaves ~7 of them: too few to learn what a cue means);
+        ``hide_cues``: the frames are rendered as if no cue had appeared (no overlay, the renderer's own
+        gaze; the points and their cue marks unchanged): the counterfactual that tells whether a model's
+        answer comes from the cue."""
         super().__init__(**kwargs)
         if frames < 0 or frame_size < 16 or crop_size < 8 or cue_driven_train_repeat < 1 or memory_tokens < 0:
             raise ConfigError(f"data: expected frames >= 0, frame_size >= 16, crop_size >= 8, "
@@ -106,7 +109,7 @@ class VisualForecastDataModule(ForecastDataModule):
         self.frames, self.frame_stride, self.gaze_crop = frames, frame_stride, gaze_crop
         self.frame_size, self.crop_size, self.cue_switches = frame_size, crop_size, cue_switches
         self.cue_driven_train_repeat, self.keep_cue_driven_eval = cue_driven_train_repeat, keep_cue_driven_eval
-        self.keep_cue_driven_train = keep_cue_driven_train
+        self.keep_cue_driven_train, self.hide_cues = keep_cue_driven_train, hide_cues
         self.memory, self.memory_tokens, self.memory_items = memory, memory_tokens, memory_items
         self.memory_embedder = memory_embedder
         self._world = None
@@ -212,15 +215,23 @@ class VisualForecastDataModule(ForecastDataModule):
                 return r.session
         raise ConfigError(f"no recording of {participant} at t={t}")
 
+    def _render(self, participant: str, t: float, size: int):
+        world, session = self.world(), self._session_at(participant, t)
+        if self.hide_cues:  # the world's frame before its cue overlay (DemoWorld.render_frame's first step)
+            from egohorizon.data.demo.render import render
+
+            return render(world.action_at(session, t), world.seed, session, t, size)
+        return world.render_frame(session, t, size)
+
     def _frame(self, participant: str, t: float):
         from egohorizon.data.demo.render import draw_gaze
 
-        image, gaze, confidence = self.world().render_frame(self._session_at(participant, t), t, self.frame_size)
+        image, gaze, confidence = self._render(participant, t, self.frame_size)
         return draw_gaze(image, gaze, confidence)
 
     def _crop(self, participant: str, t: float):
         size = 2 * self.frame_size
-        image, gaze, _ = self.world().render_frame(self._session_at(participant, t), t, size)
+        image, gaze, _ = self._render(participant, t, size)
         inside = gaze is not None and 0 <= gaze[0] < size and 0 <= gaze[1] < size
         cx, cy = gaze if inside else (size / 2, size / 2)
         half = self.crop_size / 2

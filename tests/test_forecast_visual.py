@@ -164,3 +164,21 @@ def test_cue_driven_training_points_are_all_kept_and_repeated_alike(world, tmp_p
     shown = [item["id"] for item in text._datasets["train"].items]
     assert len(shown) == len(train) + 2 * len(cued) == len(text._train_points())
     assert all(shown.count(pid) == 3 for pid in cued)
+
+
+@pytest.mark.slow  # points of a 2-week world (~10 s CPU; a minute on a loaded machine)
+def test_hide_cues_renders_the_frames_as_if_no_cue_had_appeared(world):
+    import numpy as np
+
+    shown, hidden = _visual(world, frames=1), _visual(world, frames=1, hide_cues=True)
+    cued = [p for p in shown.prepare_points()["test"] if p.meta["cue_driven"]]
+    assert cued and [p.id for p in hidden.prepare_points()["test"]] == [p.id for p in shown.prepare_points()["test"]]
+    for point in cued[:3]:
+        (text, with_cue), (text_hidden, without) = shown.grounded_input(point), hidden.grounded_input(point)
+        assert text == text_hidden and len(with_cue) == len(without) == 2
+        assert not np.array_equal(np.asarray(with_cue[0]), np.asarray(without[0]))  # the cue was in the frame
+    cues = shown.world().cues
+    plain = next(p for p in shown.prepare_points()["test"]  # no cue of another switch in its frame either
+                 if not any(cues.at(shown._session_at(p.participant, t), t) for t in shown.frame_times(p)))
+    assert all(np.array_equal(np.asarray(a), np.asarray(b))
+               for a, b in zip(shown.grounded_input(plain)[1], hidden.grounded_input(plain)[1], strict=True))
