@@ -69,7 +69,7 @@ class QAModule(LoRALanguageModule):
             prompt = batch["prompt_ids"][i][keep].tolist()
             prompt_types = (batch["prompt_mm_token_type_ids"][i][keep].tolist()
                             if "prompt_mm_token_type_ids" in batch else [0] * len(prompt))
-            n_images = prompt.count(vision_start)
+            n_images = prompt.count(vision_start) if per_image else 0  # a text-only batch has no images
             n_patches = sum(per_image[image:image + n_images])
             for option in options:
                 ids = self.tokenizer(option, add_special_tokens=False)["input_ids"] + [eos]
@@ -81,6 +81,8 @@ class QAModule(LoRALanguageModule):
                     grids.append(batch["image_grid_thw"][image:image + n_images])
             image, patch = image + n_images, patch + n_patches
             sizes.append(len(options))
+        if image != len(per_image):
+            raise ValueError(f"the prompts mark {image} images but the batch has {len(per_image)}")
         width = max(len(r) for r in rows)
         device = batch["prompt_ids"].device
 

@@ -126,6 +126,14 @@ def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_pat
                 loss = model._loss(b)
             n_tokens = int((b["labels"] != -100).sum())  # the loss is their mean
             assert float(row[k]) == pytest.approx(-float(loss) * n_tokens, rel=1e-4, abs=1e-4)
+    # Without images (a text-only prompt): the same agreement with the training loss.
+    blind = {**samples[0], "images": [], "text": samples[0]["text"].replace(IMAGE_MARK, "")}
+    blind_batch = KeyedVisionTextCollator(m.processor, True, fields=("frame_times", "options"))([blind])
+    assert "image_grid_thw" not in blind_batch
+    (row,) = model.option_log_likelihoods(blind_batch)
+    with torch.no_grad():
+        b = one([{**blind, "target": blind["options"][0]}])
+        assert float(row[0]) == pytest.approx(-float(model._loss(b)) * int((b["labels"] != -100).sum()), rel=1e-4)
     texts = model.generate_texts(batch)
     task = QATask()
     for i, (text, row) in enumerate(zip(texts, scores, strict=True)):
