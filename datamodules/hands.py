@@ -139,14 +139,25 @@ class HandsDataModule(TaskDataModule):
         if self.clips_dir:
             return Path(self.clips_dir)
         out = Path(self.demo_dir or "data/demo_hands")
+        held_out = max(1, round(0.15 * self.demo_days))  # validation days, and as many test days
         if not (out / "clips.jsonl").is_file():
             from egohorizon.data.demo.hands import build_hand_clips
 
-            held_out = max(1, round(0.15 * self.demo_days))  # validation days, and as many test days
             log.info("demo hand clips: %s", build_hand_clips(out, seed=self.seed, days=self.demo_days,
                                                              clips_per_day=self.demo_clips_per_day,
                                                              extra_train_days=self.demo_extra_train_days,
                                                              val_days=held_out, test_days=held_out))
+        elif (out / "split.json").is_file():
+            # a folder built earlier with other settings would be used silently: compare the day counts
+            from egohorizon.data.splits import DaySplit
+
+            days = [name for by_day in DaySplit.load(out / "split.json").days.values() for name in by_day.values()]
+            found = {name: days.count(name) for name in SPLITS}
+            wanted = {"train": self.demo_days - 2 * held_out + self.demo_extra_train_days, "val": held_out,
+                      "test": held_out}
+            if found != wanted:
+                raise ConfigError(f"{out}: built with {found} days per split, the config asks for {wanted} "
+                                  f"(data.demo_days, data.demo_extra_train_days): set data.demo_dir to another folder")
         return out
 
     def prepare(self) -> None:

@@ -114,6 +114,16 @@ def test_frame_times_follow_the_rate():
         frame_times(6.0, 0)
 
 
+def test_a_demo_folder_built_with_other_days_is_refused(tmp_path):
+    from datamodules.hands import HandsDataModule
+
+    HandsDataModule(demo_dir=str(tmp_path), demo_days=3, demo_clips_per_day=1, mediapipe_baseline=False).prepare()
+    more = HandsDataModule(demo_dir=str(tmp_path), demo_days=3, demo_clips_per_day=1, demo_extra_train_days=2,
+                           mediapipe_baseline=False)
+    with pytest.raises(ConfigError, match="data.demo_dir to another folder"):
+        more.prepare()
+
+
 @pytest.fixture(scope="module")
 def datamodule(tmp_path_factory):
     from datamodules.hands import HandsDataModule
@@ -178,6 +188,7 @@ def test_hands_demo_composes_and_instantiates(tmp_path):
     assert cfg.objective == "val/hands_score" and cfg.eval_task == "hands" and cfg.task_name == "hands_demo"
     datamodule = instantiate(cfg.data, _convert_="all")
     assert type(datamodule).__name__ == "HandsDataModule" and datamodule.fps == 1.0
+    assert datamodule.demo_extra_train_days == 14 and cfg.trainer.max_epochs == 12
     model = build_model(cfg, instantiate(cfg.backbone, _convert_="all"))
     assert type(model).__name__ == "HandModule" and model.lora_vision
     callbacks = build_callbacks(cfg)
@@ -192,7 +203,7 @@ def test_train_py_runs_the_hands_task(tmp_path):
     run = tmp_path / "run"
     command = [sys.executable, "train.py", "task=hands", "experiment=hands_demo", "logger=csv",
                f"paths.run_dir={run}", f"data.demo_dir={tmp_path / 'clips'}", "data.demo_days=3",
-               "data.demo_clips_per_day=4", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
+               "data.demo_clips_per_day=4", "data.demo_extra_train_days=1", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
                "model.generation.max_new_tokens=32", "model.generation.num_beams=1",
                "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
                "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",

@@ -1,9 +1,12 @@
 """A trained hand VLM (``python train.py task=hands``) as a box finder for still images: the
 ``egohorizon hands detect --model ADAPTER`` path, scored on the same real frames as the detector.
 
-Each image is sent alone, as a one-frame clip at time 0 with the adapter's own prompt, resized by the
-adapter's processor; the box lines of its answer (``metrics.hand_format``) go back to the image's
-pixels through ``backbones.boxes.ResizeMapping``. The VLM gives no confidence, so ``score`` is None.
+Each image is sent as a still clip of the length the hand VLM is trained on (``hands_demo``: 6 frames,
+one per second), the image repeated at every frame time, with the adapter's own prompt and resized by
+the adapter's processor; the box line of time 0 (``metrics.hand_format``) goes back to the image's
+pixels through ``backbones.boxes.ResizeMapping``. A one-frame prompt is one the model never saw in
+training: the demo-trained adapters answer it with segment lines and no box line at all (0 boxes on
+the 100 EgoHands frames). The VLM gives no confidence, so ``score`` is None.
 """
 
 from __future__ import annotations
@@ -13,7 +16,8 @@ from pathlib import Path
 import numpy as np
 
 
-def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | None = None):
+def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | None = None,
+                   clip_frames: int = 6, clip_s: float = 6.0):
     from egohorizon.backbones.boxes import ResizeMapping
     from egohorizon.llm.vision_local import LocalVLMBackend
     from egohorizon.metrics.hand_format import parse_hand_text
@@ -30,9 +34,11 @@ def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | 
 
     def find(image: np.ndarray) -> list[tuple[str, list[float], float | None]]:
         mapping = ResizeMapping.for_processor(processor, *image.shape[:2])
-        text = render_hands_prompt([0.0], 1.0, mapping.resized, prompt=prompt)
-        answer = backend.generate_batch(encode([{"text": text, "images": [image]}]),
+        times = [round(k * clip_s / clip_frames, 2) for k in range(clip_frames)]
+        text = render_hands_prompt(times, clip_s, mapping.resized, prompt=prompt)
+        answer = backend.generate_batch(encode([{"text": text, "images": [image] * clip_frames}]),
                                         max_new_tokens=max_new_tokens)[0]
         return [(hand, mapping.to_original(box), None) for t, hand, box in parse_hand_text(answer).boxes if t == 0]
 
-    return find, {"detector": f"hand VLM adapter {folder}", "model_id": backend.model_id}
+    return find, {"detector": f"hand VLM adapter {folder}", "model_id": backend.model_id,
+                  "still_clip": {"frames": clip_frames, "seconds": clip_s}}
