@@ -98,6 +98,8 @@ def test_clips_need_enough_days_and_a_real_labels_file(demo_shards, tmp_path):
     # three (participant, day)s with frames: holding out three leaves no training day
     with pytest.raises(ConfigError, match="3 days of frames cannot hold out 1 validation and 2 test days"):
         build_pseudo_clips(demo_shards, tmp_path / "labels.jsonl", tmp_path / "b", val_days=1, test_days=2)
+    with pytest.raises(ConfigError, match="a held-out day needs a labelled hand"):
+        build_pseudo_clips(demo_shards, tmp_path / "labels.jsonl", tmp_path / "b", val_days=1, test_days=0)
     assert main(["hands", "clips", str(demo_shards), "--labels", str(tmp_path / "labels.jsonl"),
                  "--out", str(tmp_path / "c"), "--size", "wide"]) != 0
 
@@ -107,7 +109,10 @@ def test_the_hand_vlm_trains_on_detector_labels_of_real_aria_frames(shared_data,
     pytest.importorskip("projectaria_tools")
     data = shared_data / "projectaria-tools-testdata/data"
     ingested = tmp_path / "ingested"
+    # three recordings, three participant-days: one each for training, validation and test
     for args in ([str(data / "gen1/aria_everyday_activities_test_data/recording.vrs"), "--participant", "aea1"],
+                 [str(data / "gen1/aria_digital_twin_test_data/video.vrs"), "--participant", "adt", "--day",
+                  "2021-01-01", "--time-base", "device"],
                  [str(data / "gen2/aria_gen2_unit_test_sequence_with_bluetooth.vrs"), "--participant", "g2"]):
         assert main(["ingest", "aria", *args, "--rate", "0", "--out", str(ingested / args[2])]) == 0
     assert main(["shards", "build", "--ingested", str(ingested), "--out", str(tmp_path / "shards"),
@@ -115,9 +120,9 @@ def test_the_hand_vlm_trains_on_detector_labels_of_real_aria_frames(shared_data,
     assert main(["hands", "label", str(tmp_path / "shards"), "--out", str(tmp_path / "labels.jsonl")]) == 0
     capsys.readouterr()
     assert main(["hands", "clips", str(tmp_path / "shards"), "--labels", str(tmp_path / "labels.jsonl"),
-                 "--out", str(tmp_path / "clips"), "--clip-seconds", "2", "--val-days", "1", "--test-days", "0"]) == 0
+                 "--out", str(tmp_path / "clips"), "--clip-seconds", "2", "--val-days", "1", "--test-days", "1"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["boxes"] > 0 and result["skipped_labels"] == 0 and result["clips"]["train"] > 0
+    assert result["boxes"] > 0 and result["skipped_labels"] == 0 and all(result["clips"].values())
     run = tmp_path / "run"
     command = [sys.executable, "train.py", "task=hands", "experiment=hands_demo", "logger=csv", f"paths.run_dir={run}",
                f"data.clips_dir={tmp_path / 'clips'}", "data.fps=1", "trainer.max_epochs=1",

@@ -13,8 +13,8 @@ VLM trains on real frames with ``data.clips_dir=DIR``:
   scaled on its own, and the boxes with it;
 - ``segments.jsonl`` is empty: real frames carry no subtask, action or caption annotation here, so
   the targets hold box lines only;
-- whole days are held out (``DaySplit``): ``val_days`` and ``test_days`` of the days drawn with
-  ``seed``, the rest train.
+- whole days are held out (``DaySplit``): ``val_days`` and ``test_days`` drawn with ``seed`` among the
+  days that have a labelled box (a held-out split without one has nothing to score), the rest train.
 
 Label lines that are not valid ``HandBox`` records, or name a window that is not in the shards, are
 skipped and counted (file and line of the first few are kept), never fatal.
@@ -135,7 +135,13 @@ def build_pseudo_clips(shards: str | Path, labels: str | Path, out: str | Path, 
     if len(days) <= val_days + test_days:
         raise ConfigError(f"{shards}: {len(days)} days of frames cannot hold out {val_days} validation and "
                           f"{test_days} test days and still train on one")
-    held = random.Random(f"hands-pseudo/{seed}").sample(days, val_days + test_days)
+    # held-out days are drawn among days with a labelled box: a split without one has nothing to score
+    boxed = {b["clip"] for b in boxes}
+    labelled_days = sorted({(c["participant"], c["day"]) for c in clips if c["clip"] in boxed})
+    if len(labelled_days) < val_days + test_days:
+        raise ConfigError(f"{labels}: boxes on {len(labelled_days)} days, fewer than the {val_days} validation + "
+                          f"{test_days} test days to hold out (a held-out day needs a labelled hand)")
+    held = random.Random(f"hands-pseudo/{seed}").sample(labelled_days, val_days + test_days)
     split_of = {d: "val" if d in held[:val_days] else "test" if d in held[val_days:] else "train" for d in days}
     participants: dict[str, dict[str, str]] = defaultdict(dict)
     for (participant, day), name in split_of.items():
