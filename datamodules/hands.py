@@ -231,11 +231,15 @@ class HandsDataModule(TaskDataModule):
         return {item.id: item for item in self.by_split[split]}
 
     def eval_options(self, split: str) -> dict[str, Any]:
-        """The training clips' segments (for the training-prior baselines) and the MediaPipe baseline's
-        boxes on the frames the model saw (t = frame time, computed once per split)."""
+        """The training clips' segments and boxes (for the training-prior baselines) and the MediaPipe
+        baseline's boxes on the frames the model saw (t = frame time, computed once per split)."""
         self.prepare()
-        options: dict[str, Any] = {"prior_segments": [{"clip": item.id, **s} for item in self.by_split["train"]
-                                                      for s in item.segments]}
+        train = self.by_split["train"]
+        options: dict[str, Any] = {
+            "prior_segments": [{"clip": item.id, **s} for item in train for s in item.segments],
+            "prior_boxes": [{"clip": item.id, "hand": b["hand"], "box": b["box"], "size": list(item.original)}
+                            for item in train for b in item.boxes],
+        }
         if not self.mediapipe_baseline:
             return options
         if split not in self._baseline:

@@ -62,6 +62,22 @@ def _records(item: HandItem, parse) -> dict[str, Any]:
     return {"boxes": boxes, "segments": segments, "invalid": parse.invalid}
 
 
+def _prior_box_score(items: Sequence[HandItem], prior_boxes: Sequence[dict], gold_boxes) -> dict:
+    """CHF of the training-median box per hand, held still over each scored clip's model frames."""
+    from egohorizon.metrics.box_baselines import median_relative_boxes, prior_box_predictions
+    from egohorizon.metrics.boxes import centroid_hit_fraction
+    from egohorizon.schema import BoxPrediction
+
+    scored = {item.id for item in items}
+    if any(b["clip"] in scored for b in prior_boxes):
+        raise ValueError("the training-prior box baseline must not read the scored clips' own boxes")
+    relative = median_relative_boxes([(b["hand"], b["box"], tuple(b["size"])) for b in prior_boxes])
+    predicted = [_record(BoxPrediction, b, "train_prior_box")
+                 for item in items for b in prior_box_predictions(relative, item.id, item.frame_times,
+                                                                  tuple(item.original))]
+    return centroid_hit_fraction(gold_boxes, predicted)
+
+
 def _record(record_type, obj: dict, where: str):
     """A schema record, or ValueError naming where it came from and each bad field."""
     record, problems = record_type.from_dict(obj)
@@ -91,9 +107,12 @@ class HandsTask(Task):
     def evaluate(self, items: Sequence[HandItem], predictions: Mapping[str, Any], split: str,
                  judges: Mapping[str, str] | None = None, embedder: str = "minilm", judge_threshold: float = 0.75,
                  baseline_boxes: Sequence[dict] | None = None, baseline_name: str = "mediapipe",
-                 prior_segments: Sequence[dict] | None = None, **_: Any) -> Evaluation:
+                 prior_segments: Sequence[dict] | None = None, prior_boxes: Sequence[dict] | None = None,
+                 **_: Any) -> Evaluation:
         """Scores next to the baselines. ``prior_segments``: the training split's gold segments (with
-        ``clip``), for the training-prior baselines; never the scored clips' own."""
+        ``clip``), for the training-prior baselines; ``prior_boxes``: the training split's gold boxes
+        (``clip``, ``hand``, ``box``, ``size`` = frame (height, width)), for the still training-median
+        box (``metrics.box_baselines``); never the scored clips' own."""
         from egohorizon.metrics.boxes import centroid_hit_fraction
         from egohorizon.metrics.segment_baselines import score_baselines
         from egohorizon.metrics.segments import score_segments
@@ -117,10 +136,12 @@ class HandsTask(Task):
         if any(s.clip in scored for s in prior):
             raise ValueError("the training-prior baselines must not read the scored clips' own segments")
         baselines: dict[str, Any] = {"segments": score_baselines(gold_segments, judge_set, prior=prior)}
+        if prior_boxes:
+            baselines["boxes"] = {"train_prior_box": _prior_box_score(items, prior_boxes, gold_boxes)}
         if baseline_boxes is not None:
             wanted = {item.id for item in items}
             chosen = [_record(BoxPrediction, b, baseline_name) for b in baseline_boxes if b["clip"] in wanted]
-            baselines["boxes"] = {baseline_name: centroid_hit_fraction(gold_boxes, chosen)}
+            baselines.setdefault("boxes", {})[baseline_name] = centroid_hit_fraction(gold_boxes, chosen)
         # Every scored clip once, in order (one without output as None), so compare can check the items.
         candidates = {item.id: predictions.get(item.id) for item in items}
         return Evaluation(report=report, baselines=baselines, metrics=self._flat(report, baselines, split),
