@@ -6,7 +6,16 @@ For every participant and recorded day (after the first ``min_history_days``), a
 (``qa_tasks``) sees only the participant's past up to that time (``qa_history.History.until``). An
 item's split is its question day's split (``egohorizon.data.splits``; the evidence may reach back into
 earlier days of any split, as forecasting contexts do). Answer positions are balanced per task type:
-positions are dealt in shuffled blocks of A-D, so chance and the majority-position baseline stay at 1/4.
+positions are dealt per task type and split in shuffled blocks of A-D, so chance and the majority-position
+baseline stay at 1/4 in every split.
+
+Answer texts are balanced too, so that the options' wording gives nothing away (the answer-prior
+baseline, ``metrics.qa.answer_prior``, falls to chance): each question time's maker is asked
+``draws`` times and the draft whose answer has been right least often so far (for that task and person)
+is kept, which spreads the right answers over the answer space; then the distractors of every
+``pooled`` draft are redrawn from the right answers of the same task and person, each in proportion to
+how often it is right (never the answer nor the draft's ``excluded`` values, which the maker knows to be
+possibly right), so an option text is right about once in every four times it is shown.
 
 Each item is a ``schema.QAItem`` with ``level`` (from the task), ``evidence`` (session, start, end of
 each event that holds the answer) and ``meta``: ``t_question`` (Unix s), ``day``, ``split``, and the
@@ -34,6 +43,8 @@ def _task_slug(task: str) -> str:
 
 def _options(draft: Draft, position: int, rng: random.Random) -> list[str]:
     wrong = list(draft.distractors[:3])
+    if len(wrong) < 3 or len(set(wrong) | {draft.answer}) < 4:
+        raise ValueError(f"a draft needs 3 distinct distractors besides its answer: {draft.question!r}")
     rng.shuffle(wrong)
     return wrong[:position] + [draft.answer] + wrong[position:]
 
@@ -48,15 +59,43 @@ class _Positions:
     def __init__(self, rng: random.Random, n: int = 4):
         self.rng, self.n, self.blocks = rng, n, defaultdict(list)
 
-    def next(self, task: str) -> int:
+    def next(self, task: tuple[str, str]) -> int:
         block = self.blocks[task]
         if not block:
             block.extend(self.rng.sample(range(self.n), self.n))
         return block.pop()
 
 
+def _weighted_sample(rng: random.Random, weights: dict[str, int], n: int) -> list[str]:
+    """``n`` distinct keys drawn without replacement, each in proportion to its weight."""
+    pool, out = dict(weights), []
+    while pool and len(out) < n:
+        keys = sorted(pool)
+        pick = rng.choices(keys, weights=[pool[k] for k in keys])[0]
+        out.append(pick)
+        del pool[pick]
+    return out
+
+
+def _rebalance_distractors(drafts: list[tuple[str, str, float, Draft]], rng: random.Random) -> None:
+    """Redraw the distractors of every pooled draft from its task's and person's right answers, each in
+    proportion to how often it is right, so that an option text is right about 1 time in 4 it is shown;
+    the maker's own distractors fill up when the pool has too few. Only answers of question times up to
+    this one's are drawn: an option never names what the person has not met yet."""
+    answers: dict[tuple[str, str], Counter] = defaultdict(Counter)
+    for task, participant, _, draft in sorted(drafts, key=lambda d: d[2]):
+        past_answers = answers[task, participant]
+        past_answers[draft.answer] += 1
+        if not draft.pooled:
+            continue
+        allowed = {a: n for a, n in past_answers.items() if a != draft.answer and a not in draft.excluded}
+        chosen = _weighted_sample(rng, allowed, 3)
+        own = [d for d in draft.distractors if d not in chosen and d != draft.answer]
+        draft.distractors = (chosen + rng.sample(own, len(own)))[:3]
+
+
 def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_history_days: int = 3,
-                   tasks: list[str] | None = None) -> tuple[list[QAItem], dict[str, Any]]:
+                   tasks: list[str] | None = None, draws: int = 4) -> tuple[list[QAItem], dict[str, Any]]:
     """Items of every task type for every participant's days (module doc), and a report: items per task
     and split, answer positions, and how many question times gave no item, per task."""
     tasks = tasks or list(MAKERS)
@@ -65,7 +104,8 @@ def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_
         raise ValueError(f"unknown QA task types {unknown}; known: {sorted(MAKERS)}")
     rng = random.Random(seed)
     positions = _Positions(random.Random(seed + 1))
-    items: list[QAItem] = []
+    drafted: list[tuple[str, str, Draft, dict[str, Any]]] = []  # task, participant, draft, item fields
+    right_so_far: dict[tuple[str, str], Counter] = defaultdict(Counter)
     no_item: Counter = Counter()
     seen_questions: set[tuple[str, str, str]] = set()
     participants = sorted({r.participant for r in world.recordings})
@@ -80,19 +120,29 @@ def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_
                 for n in range(per_day):
                     session = rng.choice(sessions)
                     t_q = float(session.end)
-                    draft = MAKERS[task](history.until(t_q), rng, world)
-                    key = (participant, task, draft.question, draft.answer) if draft else None
-                    if draft is None or key in seen_questions:
+                    past = history.until(t_q)
+                    right = right_so_far[task, participant]
+                    candidates = [d for d in (MAKERS[task](past, rng, world) for _ in range(draws))
+                                  if d is not None and (participant, task, d.question, d.answer) not in seen_questions]
+                    if not candidates:
                         no_item[task] += 1
                         continue
-                    seen_questions.add(key)
-                    position = positions.next(task)
-                    items.append(QAItem(
-                        id=f"demo-{participant}-{day}-{_task_slug(task)}-{n}", participant=participant, task=task,
-                        question=draft.question, options=_options(draft, position, rng),
-                        answer=string.ascii_uppercase[position], level=EGOMONTH_TASK_LEVELS[task],
-                        evidence=_evidence(draft), source="demo",
-                        meta={**draft.meta, "t_question": t_q, "day": day, "split": day_split}))
+                    # The draft whose answer has been right least often so far (the first among ties).
+                    draft = min(candidates, key=lambda d: right[d.answer])
+                    right[draft.answer] += 1
+                    seen_questions.add((participant, task, draft.question, draft.answer))
+                    drafted.append((task, participant, draft, {
+                        "id": f"demo-{participant}-{day}-{_task_slug(task)}-{n}",
+                        "meta": {"t_question": t_q, "day": day, "split": day_split}}))
+    _rebalance_distractors([(t, p, f["meta"]["t_question"], d) for t, p, d, f in drafted], rng)
+    items: list[QAItem] = []
+    for task, participant, draft, fields in drafted:
+        position = positions.next((task, fields["meta"]["split"]))  # balanced within each split
+        items.append(QAItem(
+            id=fields["id"], participant=participant, task=task, question=draft.question,
+            options=_options(draft, position, rng), answer=string.ascii_uppercase[position],
+            level=EGOMONTH_TASK_LEVELS[task], evidence=_evidence(draft), source="demo",
+            meta={**draft.meta, **fields["meta"]}))
     return items, report(items, no_item)
 
 

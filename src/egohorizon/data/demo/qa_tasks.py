@@ -6,11 +6,19 @@ the question, the right answer, distractors drawn from the same person's history
 is certain. "Certain" is decided on the simulation's ground truth (``meta.key``, ``meta.place``,
 ``meta.objects``, ``meta.screen``, the frames' gaze), never on wording, and every distractor is checked
 to be wrong on the same ground truth. How each type is made is listed in docs/qa.md.
+
+Wording bias: a maker's own distractors alone would let the option texts give the answer away (the
+usual route, the object seen everywhere, the gaze that sits in the upper left). So a draft also says
+which values of its task's answer space are certainly wrong for it (``pooled``: every value but the
+answer and ``excluded``), and the generator (``qa.generate_items``) redraws its distractors from the
+answers of the same task type and person, as often as each is right; makers whose options cannot come
+from that pool (personality, temporal ordering) ask the question in both polarities instead.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable
@@ -31,6 +39,10 @@ class Draft:
     distractors: list[str]
     evidence: list[Event]
     meta: dict[str, Any] = field(default_factory=dict)
+    # pooled: any value of this task's answer space other than the answer and ``excluded`` is certainly
+    # wrong for this question, so the generator may draw distractors from other items' answers.
+    pooled: bool = False
+    excluded: frozenset[str] = frozenset()
 
 
 Maker = Callable[[Past, random.Random, Any], "Draft | None"]
@@ -112,7 +124,8 @@ def habit_inference(past: Past, rng: random.Random, world: Any) -> Draft | None:
     if distractors is None:
         return None
     return Draft(f"Judging from the past weeks, on which day of the week does the person usually "
-                 f"{_usual_wording(occurrences)}?", top, distractors, occurrences[-8:], {"act": key})
+                 f"{_usual_wording(occurrences)}?", top, distractors, occurrences[-8:], {"act": key},
+                 pooled=True, excluded=frozenset(w for w in WEEKDAYS if w not in wrong))
 
 
 def personality_inference(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -135,8 +148,23 @@ def personality_inference(past: Past, rng: random.Random, world: Any) -> Draft |
     if distractors is None:
         return None
     evidence = [e for d in sorted(days[key]) for e in days[key][d]][-8:]
-    return Draft("Which of these activities is a regular part of the person's life (not a one-off)?",
-                 answer, distractors, evidence, {"act": key, "days": len(days[key])})
+    if rng.random() < 0.5:
+        return Draft("Which of these activities is a regular part of the person's life (not a one-off)?",
+                     answer, distractors, evidence, {"act": key, "days": len(days[key]), "asks": "regular"})
+    # The other polarity: the one-off among regular ones, so no activity is right by its wording alone.
+    rare_keys = sorted(k for k, d in days.items() if len(d) <= 1)
+    others_regular = [k for k in regular if k != key]
+    if not rare_keys or len(others_regular) < 2:
+        return None
+    one_off = rng.choice(rare_keys)
+    wording = {k: _usual_wording([e for es in days[k].values() for e in es]) for k in regular + rare_keys}
+    regular_texts = _pick(rng, [wording[k] for k in others_regular], {wording[one_off], answer}, n=2)
+    if regular_texts is None or wording[one_off] == answer:
+        return None
+    evidence = [e for d in sorted(days[one_off]) for e in days[one_off][d]]
+    return Draft("Which of these activities has the person done on one day only (a one-off, not a regular one)?",
+                 wording[one_off], [answer, *regular_texts], evidence,
+                 {"act": one_off, "days": len(days[one_off]), "asks": "one-off"})
 
 
 # -- level 2: episodic indexing ----------------------------------------------------------------------
@@ -154,7 +182,7 @@ def detail_retrieval(past: Past, rng: random.Random, world: Any) -> Draft | None
     if distractors is None:
         return None
     return Draft(f"At {clock(event.start)} the person was busy with this: \"{event.text}\". What was open on "
-                 f"the {screen['device']} screen?", screen["app"], distractors, [event])
+                 f"the {screen['device']} screen?", screen["app"], distractors, [event], pooled=True)
 
 
 def spatial_relation(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -170,7 +198,8 @@ def spatial_relation(past: Past, rng: random.Random, world: Any) -> Draft | None
     if distractors is None:
         return None
     return Draft(f"At {clock(event.start)} the person held the {held}. Which object was in view next to it?",
-                 answer, distractors, [event], {"held": held})
+                 answer, distractors, [event], {"held": held}, pooled=True,
+                 excluded=frozenset(event.meta["objects"]))
 
 
 def self_localization(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -185,7 +214,7 @@ def self_localization(past: Past, rng: random.Random, world: Any) -> Draft | Non
     if distractors is None:
         return None
     return Draft(f"Where was the person at {clock(t)}?", event.meta["place"], distractors, [event],
-                 {"t": t})
+                 {"t": t}, pooled=True)
 
 
 def temporal_ordering(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -201,8 +230,13 @@ def temporal_ordering(past: Past, rng: random.Random, world: Any) -> Draft | Non
         if len(once) >= 4:
             chosen = sorted(rng.sample(once, 4), key=lambda e: e.start)
             texts = [_canonical(e) for e in chosen]
-            return Draft(f"On {date_of(day)}, which of these did the person do first?", texts[0], texts[1:],
-                         chosen, {"about_day": day})
+            # Asked for the first or the last at random: a morning task is then right as often as it
+            # is wrong, and the option texts alone do not tell.
+            if rng.random() < 0.5:
+                return Draft(f"On {date_of(day)}, which of these did the person do first?", texts[0],
+                             texts[1:], chosen, {"about_day": day, "asks": "first"})
+            return Draft(f"On {date_of(day)}, which of these did the person do last?", texts[-1], texts[:-1],
+                         chosen, {"about_day": day, "asks": "last"})
     return None
 
 
@@ -224,7 +258,7 @@ def event_time(past: Past, rng: random.Random, world: Any) -> Draft | None:
     if distractors is None:
         return None
     return Draft(f"When did the person last {_usual_wording(occurrences)}? (when it began)", clock(last.start),
-                 distractors, occurrences[-4:], {"act": key})
+                 distractors, occurrences[-4:], {"act": key}, pooled=True)
 
 
 def _day_of(t: float) -> str:
@@ -254,7 +288,8 @@ def object_location(past: Past, rng: random.Random, world: Any) -> Draft | None:
     distractors = _pick_ordered(pool, {answer})
     if distractors is None:
         return None
-    return Draft(f"Where did the person last see the {obj}?", answer, distractors, [last[obj]], {"object": obj})
+    return Draft(f"Where did the person last see the {obj}?", answer, distractors, [last[obj]], {"object": obj},
+                 pooled=True)
 
 
 # -- level 3: cascading reasoning --------------------------------------------------------------------
@@ -279,7 +314,8 @@ def procedure_planning(past: Past, rng: random.Random, world: Any) -> Draft | No
     if distractors is None:
         return None
     return Draft(f"On {clock(task.start)} the person started to {_canonical(task)}. What did they do right "
-                 f"after they {_canonical(step)}?", _canonical(answer), distractors, [task])
+                 f"after they {_canonical(step)}?", _canonical(answer), distractors, [task], pooled=True,
+                 excluded=frozenset({_canonical(step)}))
 
 
 def event_counting(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -296,7 +332,7 @@ def event_counting(past: Past, rng: random.Random, world: Any) -> Draft | None:
     occurrences = [e for d in sorted(days[key]) for e in days[key][d]]
     return Draft(f"In the 7 days before {date_of(today)}, on how many days did the person "
                  f"{_usual_wording(occurrences)}?", str(answer), _numbers(rng, answer, low=1),
-                 occurrences[-8:], {"act": key})
+                 occurrences[-8:], {"act": key}, pooled=True)
 
 
 def object_counting(past: Past, rng: random.Random, world: Any) -> Draft | None:
@@ -309,7 +345,7 @@ def object_counting(past: Past, rng: random.Random, world: Any) -> Draft | None:
         if len(objects) >= 2:
             return Draft(f"On {clock(task.start)} the person started to {_canonical(task)}. How many different "
                          "objects did they have in view while doing it?", str(len(objects)),
-                         _numbers(rng, len(objects), low=1), [task], {"objects": sorted(objects)})
+                         _numbers(rng, len(objects), low=1), [task], {"objects": sorted(objects)}, pooled=True)
     return None
 
 
@@ -346,7 +382,7 @@ def route_reasoning(past: Past, rng: random.Random, world: Any) -> Draft | None:
             if distractors is None:
                 return None
             return Draft(f"Between {clock(span[0].start)} and {clock(span[-1].end)}, which way did the person "
-                         "go?", answer, distractors, span)
+                         "go?", answer, distractors, span, pooled=True)
     return None
 
 
@@ -361,40 +397,70 @@ def cross_view_spatial(past: Past, rng: random.Random, world: Any) -> Draft | No
              if objects_at[a] & objects_at[b] and len(objects_at[a] ^ objects_at[b]) >= 3]
     if not pairs:
         return None
+    # An object seen in most places (the phone) would be the answer of most questions and never a
+    # distractor: ask only about objects seen in fewer than half of the person's places.
+    n_places = Counter(o for objs in objects_at.values() for o in objs)
+    everywhere = {o for o, n in n_places.items() if 2 * n >= len(objects_at)}
+    pairs = [(a, b) for a, b in pairs if (objects_at[a] & objects_at[b]) - everywhere]
+    if not pairs:
+        return None
     a, b = rng.choice(pairs)
     both = objects_at[a] & objects_at[b]
-    answer = rng.choice(sorted(both))
+    answer = rng.choice(sorted(both - everywhere))
     distractors = _pick(rng, sorted(objects_at[a] ^ objects_at[b]), both)
     if distractors is None:
         return None
     evidence = [e for e in past.level(1) if e.meta.get("place") in (a, b) and answer in e.meta.get("objects", [])]
     return Draft(f"Which of these objects has the person seen both in the {a} and in the {b}?", answer,
-                 distractors, evidence[-6:], {"places": [a, b]})
+                 distractors, evidence[-6:], {"places": [a, b]}, pooled=True, excluded=frozenset(both))
 
 
-QUADRANTS = ("upper left", "upper right", "lower left", "lower right")
+# The 8 directions from the middle of the view, counter-clockwise from the right (image y grows down).
+DIRECTIONS = ("right", "upper right", "up", "upper left", "left", "lower left", "down", "lower right")
 _FRAME = 224
-_MARGIN = 0.12  # gaze this close to the middle lines is not asked about: the quadrant must be plain
+_MARGIN = 0.12  # gaze this close to the middle of the view is not asked about: no direction to tell
+_EDGE_DEG = 7.5  # nor gaze this close (in degrees) to the line between two directions: it must be plain
+_TRIES = 40  # moments looked at per question: enough to find the rarer directions
+
+
+def _direction(x: float, y: float) -> str | None:
+    """The direction of (x, y) (fractions of the view) from its middle, or None when not plain."""
+    dx, dy = x - 0.5, 0.5 - y
+    if math.hypot(dx, dy) < _MARGIN:
+        return None
+    angle = math.degrees(math.atan2(dy, dx)) % 360
+    sector, offset = divmod(angle + 22.5, 45)
+    if min(offset, 45 - offset) < _EDGE_DEG:
+        return None
+    return DIRECTIONS[int(sector) % 8]
 
 
 def direction_judgement(past: Past, rng: random.Random, world: Any) -> Draft | None:
-    """In which part of the view the person was looking at a given second (the rendered gaze)."""
+    """In which direction from the middle of the view the person was looking at a given second (the
+    rendered gaze; 8 directions, so that distractors can be drawn as often as each is right)."""
     actions = _recent(past, 1)
-    for _ in range(20):
-        if not actions:
-            return None
+    if not actions:
+        return None
+    # The gaze sits mostly in the upper left, so a first hit would nearly always answer "upper left":
+    # look at _TRIES moments and ask about a direction drawn uniformly among the ones found.
+    found: dict[str, list[tuple[Event, float, float, float]]] = defaultdict(list)
+    for _ in range(_TRIES):
         event = rng.choice(actions)
         t = float(rng.randrange(int(event.start), max(int(event.start) + 1, int(event.end))))
         _, gaze, confidence = world.render_frame(event.session, t, size=_FRAME)
         if gaze is None or confidence < 0.75:
             continue
         x, y = gaze[0] / _FRAME, gaze[1] / _FRAME
-        if not (0 <= x < 1 and 0 <= y < 1) or abs(x - 0.5) < _MARGIN or abs(y - 0.5) < _MARGIN:
-            continue
-        answer = QUADRANTS[(2 if y >= 0.5 else 0) + (1 if x >= 0.5 else 0)]
-        return Draft(f"At {clock(t)}, in which part of the view was the person looking?", answer,
-                     [q for q in QUADRANTS if q != answer], [event], {"t": t, "gaze": [x, y]})
-    return None
+        direction = _direction(x, y) if 0 <= x < 1 and 0 <= y < 1 else None
+        if direction is not None:
+            found[direction].append((event, t, x, y))
+    if not found:
+        return None
+    answer = rng.choice(sorted(found))
+    event, t, x, y = rng.choice(found[answer])
+    wrong = [d for d in DIRECTIONS if d != answer]
+    return Draft(f"At {clock(t)}, in which direction from the middle of the view was the person looking?",
+                 answer, rng.sample(wrong, 3), [event], {"t": t, "gaze": [x, y]}, pooled=True)
 
 
 MAKERS: dict[str, Maker] = {
