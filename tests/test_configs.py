@@ -92,7 +92,9 @@ def test_every_caption_experiment_composes_and_instantiates(experiment, tmp_path
     cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY])
     datamodule, backbone, model, callbacks, _trainer = _instantiate_all(cfg, tmp_path)
     assert type(datamodule).__name__ == "CaptionDataModule" and type(model).__name__ == "CaptionModule"
-    assert model.lora_vision and backbone.architecture.endswith("_vl") and cfg.task_name == experiment
+    # the captioner trains its vision path: LoRA on the tower, or the whole (random toy) tower saved
+    trains_vision = model.lora_vision or "visual" in (model.lora or {}).get("modules_to_save", [])
+    assert trains_vision and backbone.architecture.endswith("_vl") and cfg.task_name == experiment
     assert cfg.objective == "val/caption_f1" and cfg.objective_mode == "max" and cfg.eval_task == "caption"
     checkpoint = next(c for c in callbacks if type(c).__name__ == "AdapterCheckpoint")
     assert checkpoint.monitor == "val/caption_f1" and checkpoint.mode == "max"
