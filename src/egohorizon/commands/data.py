@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -96,7 +99,9 @@ def run_plot_day(args: argparse.Namespace) -> int:
 
     events, _ = load_events(args.path)
     out = plot_day(events, args.day, args.out, participant=args.participant)
-    print(out)
+    logger.info("day %s drawn to %s", args.day, out)
+    # the written path is the command's result on stdout, as the other data commands write theirs
+    sys.stdout.write(f"{out}\n")
     return 0
 
 
