@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from toy_backbone import TOY_BACKBONE
 
 from egohorizon.cli import main
 from egohorizon.errors import ConfigError
@@ -127,8 +128,7 @@ def test_the_hand_vlm_trains_on_detector_labels_of_real_aria_frames(shared_data,
     command = [sys.executable, "train.py", "task=hands", "experiment=hands_demo", "logger=csv", f"paths.run_dir={run}",
                f"data.clips_dir={tmp_path / 'clips'}", "data.fps=1", "trainer.max_epochs=1",
                "trainer.check_val_every_n_epoch=1", "model.generation.max_new_tokens=32",
-               "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
-               "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
+               *TOY_BACKBONE,
                f"paths.cache_dir={tmp_path / 'cache'}"]
     done = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]

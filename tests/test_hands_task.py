@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from PIL import Image
+from toy_backbone import TOY_BACKBONE
 
 from egohorizon.backbones.boxes import ResizeMapping
 from egohorizon.errors import ConfigError
@@ -205,8 +206,7 @@ def test_train_py_runs_the_hands_task(tmp_path):
                f"paths.run_dir={run}", f"data.demo_dir={tmp_path / 'clips'}", "data.demo_days=3",
                "data.demo_clips_per_day=4", "data.demo_extra_train_days=1", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
                "model.generation.max_new_tokens=32", "model.generation.num_beams=1",
-               "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
-               "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
+               *TOY_BACKBONE,
                f"paths.cache_dir={tmp_path / 'cache'}"]
     done = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
