@@ -91,7 +91,8 @@ class VisualForecastDataModule(ForecastDataModule):
                  crop_size: int = 56, cue_switches: bool = True, cue_driven_train_repeat: int = 1,
                  memory: bool = False, memory_tokens: int = 256, memory_items: int = 4,
                  memory_embedder: str = "words", keep_cue_driven_eval: bool = True,
-                 keep_cue_driven_train: bool = False, hide_cues: bool = False, **kwargs):
+                 keep_cue_driven_train: bool = False, hide_cues: bool = False, cue_matched_uncued: int = 0,
+                 **kwargs):
         """``cue_driven_train_repeat``: each cue-driven training point is shown that many times per
         epoch (they are ~3% of the points), by the text-only path too, so every variant trains on the
         same examples; ``keep_cue_driven_eval``: every cue-driven val/test point joins the capped sample
@@ -100,8 +101,13 @@ class VisualForecastDataModule(ForecastDataModule):
         sample (a cap of 300 points per level leaves ~7 of them: too few to learn what a cue means);
         ``hide_cues``: the frames are rendered as if no cue had appeared (no overlay, the renderer's own
         gaze; the points and their cue marks unchanged): the counterfactual that tells whether a model's
-        answer comes from the cue."""
+        answer comes from the cue; ``cue_matched_uncued`` (with ``keep_cue_driven_train``): per cue-driven
+        training point, up to that many training points of the same kind of context whose next action
+        is not a cue-able switch (``egohorizon.data.cue_matching``), so that the context alone cannot
+        tell whether the switch comes."""
         super().__init__(**kwargs)
+        if cue_matched_uncued < 0:
+            raise ConfigError(f"data.cue_matched_uncued: expected >= 0, got {cue_matched_uncued}")
         if frames < 0 or frame_size < 16 or crop_size < 8 or cue_driven_train_repeat < 1 or memory_tokens < 0:
             raise ConfigError(f"data: expected frames >= 0, frame_size >= 16, crop_size >= 8, "
                               f"cue_driven_train_repeat >= 1, memory_tokens >= 0; got {frames}, {frame_size}, "
@@ -110,6 +116,7 @@ class VisualForecastDataModule(ForecastDataModule):
         self.frame_size, self.crop_size, self.cue_switches = frame_size, crop_size, cue_switches
         self.cue_driven_train_repeat, self.keep_cue_driven_eval = cue_driven_train_repeat, keep_cue_driven_eval
         self.keep_cue_driven_train, self.hide_cues = keep_cue_driven_train, hide_cues
+        self.cue_matched_uncued = cue_matched_uncued
         self.memory, self.memory_tokens, self.memory_items = memory, memory_tokens, memory_items
         self.memory_embedder = memory_embedder
         self._world = None
@@ -183,7 +190,19 @@ class VisualForecastDataModule(ForecastDataModule):
                 points[name] = sorted(points[name] + [p for p in every[name]
                                                       if p.meta["cue_driven"] and p.id not in have],
                                       key=lambda p: (p.participant, p.level, p.k, p.t0))
+            if "train" in kept and self.cue_matched_uncued > 0:
+                points["train"] = self._with_matched_uncued(points["train"], every["train"], events)
         return points, events, split
+
+    def _with_matched_uncued(self, train: list[ForecastPoint], every: list[ForecastPoint], events) -> list[ForecastPoint]:
+        from egohorizon.data.cue_matching import matched_uncued_points
+
+        cued = [p for p in train if p.meta["cue_driven"]]
+        matched = matched_uncued_points(cued, every, events, self.cue_matched_uncued, self.seed,
+                                        exclude=(p.id for p in train))
+        log.info("matched uncued training points: %d for %d cue-driven ones (%d per point at most)",
+                 len(matched), len(cued), self.cue_matched_uncued)
+        return sorted(train + matched, key=lambda p: (p.participant, p.level, p.k, p.t0))
 
     def prepare_points(self):
         first = self.points is None

@@ -18,10 +18,11 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline TOKENIZERS_PAR
 mkdir -p "$OUT"
 
 case "$WORLD" in
-  demo)  # every cue-driven training point joins 100 sampled points per level (conf/data/forecast_visual.yaml)
+  demo)  # every cue-driven training point joins 100 sampled points per level, each with one uncued point of
+         # the same kind of context (data.cue_matched_uncued, conf/data/forecast_visual.yaml, docs/grounding.md)
     VARIANTS=${VARIANTS:-text frames}
     COMMON=(experiment=forecast_l3_visual "data.levels=[1,2]" "data.ks=[1]" data.max_train_points=100
-            data.max_eval_points=30 trainer.max_epochs=4 trainer.check_val_every_n_epoch=2) ;;
+            data.max_eval_points=30 data.cue_matched_uncued=1 trainer.max_epochs=4 trainer.check_val_every_n_epoch=2) ;;
   epic)  # no frames in EPIC-KITCHENS: memory only
     VARIANTS=${VARIANTS:-text memory}
     COMMON=(experiment=forecast_l3_visual data.events=data/epic/events.jsonl "data.levels=[1]" "data.ks=[1]"
