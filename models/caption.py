@@ -14,32 +14,34 @@ belong to the caption task.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, ClassVar
 
 from egohorizon.errors import ConfigError
+from egohorizon.llm.answer_set import AnswerSet, AnswerTrie, write_answer_set
 from egohorizon.prompts.caption import CAPTION_PROMPT_NAME
 from models.lora_lm import LoRALanguageModule
+
+__all__ = ["ANSWER_SETS", "AnswerTrie", "CaptionModule", "training_answer_set"]
 
 ANSWER_SETS = (None, "train")
 
 
-class AnswerTrie:
-    """The token sequences of a set of answers (each ending with EOS) as prefix -> allowed next tokens."""
+def training_answer_set(datamodule) -> AnswerSet:
+    """The datamodule's training answers (``training_answers``, the trie's order) and how many training
+    windows have one of them as their target (read from the training shards' JSON members)."""
+    from egohorizon.prompts.caption import render_caption_answer
 
-    def __init__(self, sequences: Sequence[Sequence[int]]):
-        if not sequences:
-            raise ConfigError("model.generation.answer_set: the training windows have no answers")
-        self.next: dict[tuple[int, ...], list[int]] = {}
-        for seq in sequences:
-            for i, token in enumerate(seq):
-                allowed = self.next.setdefault(tuple(seq[:i]), [])
-                if token not in allowed:
-                    allowed.append(token)
-
-    def allowed(self, prefix: Sequence[int], fallback: int) -> list[int]:
-        """Tokens that continue ``prefix`` into some answer; ``fallback`` (EOS) once an answer is done
-        (a beam that is already finished only pads)."""
-        return self.next.get(tuple(prefix), [fallback])
+    answers = datamodule.training_answers()
+    known = set(answers)
+    windows = 0
+    for meta in datamodule.window_metas("train"):
+        target = render_caption_answer(meta["events"], meta["start"], meta["end"])
+        if target:
+            if target not in known:  # the two reads of the training shards must agree
+                raise ConfigError(f"training window {meta.get('key')}: its target is not in training_answers()")
+            windows += 1
+    return AnswerSet.of(answers, windows)
 
 
 class CaptionModule(LoRALanguageModule):
@@ -61,20 +63,35 @@ class CaptionModule(LoRALanguageModule):
                 f"model.generation.answer_set: expected one of {ANSWER_SETS}, got {self.generation['answer_set']!r}"
             )
         self._trie: AnswerTrie | None = None
+        self._answer_set: AnswerSet | None = None
 
-    def set_answers(self, answers: Sequence[str]) -> None:
-        """The closed answer set, tokenised as the collator tokenises targets (+ EOS)."""
-        eos = self.tokenizer.eos_token_id
-        ids = self.tokenizer(list(answers), add_special_tokens=False)["input_ids"]
-        self._trie = AnswerTrie([[*seq, eos] for seq in ids])
+    def set_answers(self, answers: Sequence[str] | AnswerSet) -> None:
+        """The closed answer set (an ``AnswerSet``, or bare answers: a set of unknown window count),
+        tokenised as the collator tokenises targets (+ EOS)."""
+        if not isinstance(answers, AnswerSet):
+            answers = AnswerSet.of(answers, len(answers))
+        self._answer_set = answers
+        self._trie = AnswerTrie.of_answers(self.tokenizer, answers.answers)
+
+    def answer_set(self) -> AnswerSet:
+        if self._answer_set is None:  # the training windows' targets, from the datamodule of the run
+            self.set_answers(training_answer_set(self.trainer.datamodule))
+        return self._answer_set
 
     def answer_trie(self) -> AnswerTrie:
-        if self._trie is None:  # the training windows' targets, from the datamodule of the run
-            self.set_answers(self.trainer.datamodule.training_answers())
+        self.answer_set()
         return self._trie
 
     def generation_constraints(self, batch: dict[str, Any]) -> dict[str, Any]:
         if self.generation["answer_set"] is None:
             return {}
-        trie, start, eos = self.answer_trie(), batch["prompt_ids"].shape[1], self.tokenizer.eos_token_id
-        return {"prefix_allowed_tokens_fn": lambda _, ids: trie.allowed(ids[start:].tolist(), eos)}
+        fn = self.answer_trie().prefix_allowed_tokens_fn(batch["prompt_ids"].shape[1], self.tokenizer.eos_token_id)
+        return {"prefix_allowed_tokens_fn": fn}
+
+    def save_adapter(self, folder: str | Path) -> Path:
+        """The adapter folder, plus ``answer_set.json`` when decoding is restricted to the training answers:
+        the offline job (``egohorizon caption --model ADAPTER``) loads it and decodes as validation did."""
+        folder = super().save_adapter(folder)
+        if self.generation["answer_set"] == "train":
+            write_answer_set(folder, self.answer_set())
+        return folder

@@ -74,4 +74,8 @@ def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = Non
     checkpoint = read_checkpoint(checkpoint_path)
     log.info("%s: %s checkpoint at step %s", checkpoint_path, checkpoint.kind, checkpoint.global_step)
     module = build_run_module(run_dir, checkpoint, base_path)
+    if getattr(module, "generation", {}).get("answer_set") == "train":  # saved beside the adapter (models.caption)
+        from egohorizon.run_answer_set import run_answer_set
+
+        module.set_answers(run_answer_set(run_dir))
     return export_adapter(module, checkpoint, Path(out) if out else default_export_dir(checkpoint_path))

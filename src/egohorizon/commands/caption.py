@@ -10,7 +10,7 @@ from pathlib import Path
 
 from egohorizon.commands import write_result
 
-SUBCOMMANDS = ("run", "merge", "audit")
+SUBCOMMANDS = ("run", "merge", "audit", "answer-set")
 
 
 class _CaptionParser(argparse.ArgumentParser):
@@ -41,6 +41,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     merge.add_argument("out", help="the --out folder of the caption runs")
     merge.set_defaults(handler=run_merge)
     _register_audit(sub)
+    answers = sub.add_parser(
+        "answer-set", help="write answer_set.json into an adapter trained with model.generation.answer_set=train",
+        description="Adapters saved before the answer set travelled with them: rebuild the run's datamodule from "
+                    "<run>/config.yaml and write its training windows' answers (versioned, with their count and a "
+                    "digest) beside the adapter, so `egohorizon caption --model ADAPTER` decodes as it was scored. "
+                    "Nothing is retrained.")
+    answers.add_argument("adapter", help="the *.adapter folder (or its .ckpt, or the run folder: its best adapter)")
+    answers.add_argument("--run", help="the training run folder (default: the adapter's, <run>/checkpoints/x.adapter)")
+    answers.add_argument("--force", action="store_true", help="write the file again when it exists")
+    answers.set_defaults(handler=run_answer_set)
 
 
 def _register_run(sub: argparse._SubParsersAction) -> None:
@@ -58,7 +68,9 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
                           "folder), or with --base-url the served model's name")
     run.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama)")
     run.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    run.add_argument("--concurrency", type=int, default=8, help="requests in flight to the server (default 8)")
+    run.add_argument("--concurrency", type=int, default=8,
+                     help="requests in flight to the server (default 8); a couple more than the server batches "
+                          "at once keep it busy (docs/captioning.md)")
     run.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
     run.add_argument("--retries", type=int, default=3, help="retries of a failed request (default 3)")
     run.add_argument("--base-model", help="the adapter's base model (default: the one it names)")
@@ -73,7 +85,13 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
                      help="leave out the gaze close-up")
     run.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'caption')")
     run.add_argument("--max-new-tokens", type=int, help="default: the adapter's, else 256")
-    run.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
+    run.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy (or beam search)")
+    run.add_argument("--num-beams", type=int,
+                     help="local model: beam search width (default: the adapter's when it was scored by beam "
+                          "search, else 1)")
+    run.add_argument("--no-answer-set", dest="answer_set", action="store_false", default=None,
+                     help="decode freely although the adapter was scored within its training answers "
+                          "(answer_set.json beside it; default: as it was scored)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--jpeg-quality", type=int, default=90, help="quality of the images sent to a server")
     run.add_argument("--max-failures", type=float, default=0.05,
@@ -117,7 +135,7 @@ def run_caption(args: argparse.Namespace) -> int:
 
     settings = {"prompt": args.prompt, "frames_per_window": args.frames_per_window, "crop": args.crop,
                 "max_new_tokens": args.max_new_tokens, "temperature": args.temperature, "seed": args.seed,
-                "jpeg_quality": args.jpeg_quality}
+                "jpeg_quality": args.jpeg_quality, "num_beams": args.num_beams, "answer_set": args.answer_set}
     runner = {"api_key_env": args.api_key_env, "concurrency": args.concurrency, "timeout": args.timeout,
               "retries": args.retries, "batch_size": args.batch_size, "workers": args.workers,
               "device": args.device, "dtype": args.dtype, "base_model": args.base_model}
@@ -141,6 +159,13 @@ def run_merge(args: argparse.Namespace) -> int:
     if not result_files(out):
         raise ConfigError(f"{out}: no captions.jsonl or captions.part-*.jsonl to merge")
     write_result(write_events(out), indent=None)
+    return 0
+
+
+def run_answer_set(args: argparse.Namespace) -> int:
+    from egohorizon.run_answer_set import add_answer_set
+
+    write_result(add_answer_set(args.adapter, args.run, force=args.force))
     return 0
 
 

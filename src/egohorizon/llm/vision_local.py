@@ -11,7 +11,9 @@ and may run in a DataLoader worker; ``generate_batch(batch)`` runs the model.
 - Without one (any hub VLM or local folder), prompts go through the processor's chat template when it
   has one (instruction-tuned checkpoints expect it); the template writes the same image markers.
 
-Greedy decoding at ``temperature == 0``; sampling seeded with ``seed`` otherwise. Batched outputs can
+Greedy decoding at ``temperature == 0`` (beam search with ``num_beams > 1``); sampling seeded with ``seed``
+otherwise. ``set_answer_set`` restricts decoding to a closed answer set (``egohorizon.llm.answer_set``: the
+trie that ``models.caption.CaptionModule`` decodes along at validation and test). Batched outputs can
 differ from one-at-a-time outputs in the last bits (padding); each window is generated once.
 torch, transformers and peft are imported when the model loads.
 """
@@ -112,6 +114,13 @@ class LocalVLMBackend(LLMBackend):
         self.chat_template = chat_template
         self._model = self._processor = None
         self._mm = False
+        self._trie = None  # AnswerTrie: decoding restricted to an answer set (set_answer_set)
+
+    def set_answer_set(self, answers: Sequence[str] | None) -> None:
+        """Decode only these answers (None: free text), tokenised as training tokenised its targets."""
+        from egohorizon.llm.answer_set import AnswerTrie
+
+        self._trie = AnswerTrie.of_answers(self.load_processor().tokenizer, answers) if answers else None
 
     def device_type(self) -> str:
         """``cuda`` or ``cpu``: where the model runs (or will)."""
@@ -165,9 +174,10 @@ class LocalVLMBackend(LLMBackend):
         return PromptEncoder(self.load_processor(), bool(self.chat_template))
 
     def generate_batch(self, batch: dict[str, Any], *, max_new_tokens: int = 256, temperature: float = 0.0,
-                       seed: int = 0, logits_processor: Any = None) -> list[str]:
+                       seed: int = 0, logits_processor: Any = None, num_beams: int = 1) -> list[str]:
         """One text per sample of an encoded batch (``logits_processor``: a transformers
-        ``LogitsProcessorList`` applied while decoding, e.g. constrained decoding)."""
+        ``LogitsProcessorList`` applied while decoding, e.g. constrained decoding; ``num_beams > 1``: beam
+        search, as CaptionModule's ``generation.strategy: beam``)."""
         import torch
 
         self.load()
@@ -182,8 +192,13 @@ class LocalVLMBackend(LLMBackend):
         options: dict[str, Any] = {"max_new_tokens": max_new_tokens, "pad_token_id": tokenizer.pad_token_id,
                                    "eos_token_id": tokenizer.eos_token_id}
         options.update({"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False})
+        if num_beams > 1:
+            options["num_beams"] = num_beams
         if logits_processor is not None:
             options["logits_processor"] = logits_processor
+        if self._trie is not None:  # the same constraint as CaptionModule.generation_constraints
+            options["prefix_allowed_tokens_fn"] = self._trie.prefix_allowed_tokens_fn(inputs["input_ids"].shape[1],
+                                                                                      tokenizer.eos_token_id)
         torch.manual_seed(seed)
         with torch.inference_mode():
             out = self._model.generate(**inputs, **options)

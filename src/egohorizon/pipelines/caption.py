@@ -60,6 +60,9 @@ class CaptionSettings:
     temperature: float = 0.0
     seed: int = 0
     jpeg_quality: int = 90
+    num_beams: int = 1  # beam search width of a local model (an adapter's own when it was scored so)
+    # A local adapter's closed answer set (egohorizon.llm.answer_set): file, counts, digest; None: free text.
+    answer_set: dict[str, Any] | None = None
 
 
 @dataclass
@@ -183,38 +186,77 @@ class LazyImages(Sequence):
         return simplejpeg.decode_jpeg(data, colorspace="RGB", strict=True, min_height=needed[0], min_width=needed[1])
 
 
+class StoredJPEGs(LazyImages):
+    """A window's images as the shard stores them (JPEG bytes), for a server: an image the job draws
+    nothing on is sent as it is, neither decoded nor encoded again (``prepare_window(stored=True)``).
+    Checked cheaply (a JPEG header, the end-of-image marker), so a corrupt image still fails its window
+    as an input failure instead of a server error."""
+
+    def _decode(self, data: bytes):
+        from egohorizon.data.shards.encode import jpeg_shape
+
+        jpeg_shape(data)  # ValueError without a JPEG header
+        if not data.rstrip(b"\0").endswith(b"\xff\xd9"):
+            raise ValueError("truncated JPEG (no end-of-image marker)")
+        return bytes(data)
+
+
 def window_images(raw: dict[str, Any], with_crop: bool,
-                  fit: Callable[[int, int], tuple[int, int] | None] | None = None
+                  fit: Callable[[int, int], tuple[int, int] | None] | None = None, stored: bool = False
                   ) -> tuple[dict[str, Any], LazyImages, LazyImages]:
     """The window's metadata (checked: every frame and crop it promises is in the sample) and its
-    frames and crops, decoded when used (at the size ``fit`` asks for; see LazyImages); SampleError
-    for an unusable sample."""
+    frames and crops, decoded when used (at the size ``fit`` asks for; see LazyImages), or with
+    ``stored`` as their JPEG bytes (StoredJPEGs); SampleError for an unusable sample."""
     from egohorizon.data.shards.encode import check_fields, crop_field, frame_field, parse_meta
 
     meta = parse_meta(raw)
     check_fields(raw, meta)
-    frames = LazyImages(raw, [frame_field(i) for i in range(len(meta["frames"]))], fit)
-    crops = LazyImages(raw, [crop_field(i) if with_crop and f.get("crop_box") else None
-                             for i, f in enumerate(meta["frames"])], fit)
+    images = StoredJPEGs if stored else LazyImages
+    frames = images(raw, [frame_field(i) for i in range(len(meta["frames"]))], fit)
+    crops = images(raw, [crop_field(i) if with_crop and f.get("crop_box") else None
+                         for i, f in enumerate(meta["frames"])], fit)
     return meta, frames, crops
 
 
+def draw_gaze_on_stored(meta: dict[str, Any], chosen: list[int], images: list[Any]) -> None:
+    """The chosen frames (stored JPEG bytes, ``images[:len(chosen)]``) that need the gaze ring, decoded
+    and ringed in place, as ``caption_sample`` rings decoded frames (the same condition, the same
+    ``draw_gaze``, at the stored size, so at the stored gaze point); the others stay bytes."""
+    from egohorizon.data.shards.encode import CORRUPT_IMAGE, SampleError, decode_jpeg
+    from egohorizon.data.windows import draw_gaze
+
+    if meta.get("gaze_drawn"):
+        return
+    for k, i in enumerate(chosen):
+        gaze = meta["frames"][i].get("gaze")
+        if gaze:
+            try:
+                frame = decode_jpeg(images[k])
+            except ValueError:
+                raise SampleError(CORRUPT_IMAGE, f"sample {meta.get('key')!r}: frame {i} is corrupt") from None
+            images[k] = draw_gaze(frame, (gaze[0], gaze[1]))
+
+
 def prepare_window(raw: dict[str, Any], shard: str, settings: CaptionSettings,
-                   fit: Callable[[int, int], tuple[int, int] | None] | None = None
+                   fit: Callable[[int, int], tuple[int, int] | None] | None = None, stored: bool = False
                    ) -> tuple[dict[str, Any], dict[str, Any] | None, Outcome | None]:
     """A raw tar sample -> (info, ``{text, images}``, None), or (info, None, the outcome that ends it).
-    ``fit``: the image size the model needs (LazyImages), for a local model's processor."""
+    ``fit``: the image size the model needs (LazyImages), for a local model's processor. ``stored``
+    (a server): images the job draws nothing on stay the shard's JPEG bytes (the close-up; frames
+    without gaze); the others are decoded and ringed (arrays)."""
     from egohorizon.data.shards.encode import SampleError
     from egohorizon.prompts.caption import caption_sample, pick_frames
 
     info = window_info(raw, shard)
     try:
-        meta, frames, crops = window_images(raw, settings.with_crop, fit)
+        meta, frames, crops = window_images(raw, settings.with_crop, fit, stored=stored)
         if not frames:
             return info, None, Outcome(info, skipped="no frames (shards built with --min-frames 0)")
         sample = caption_sample(meta, frames, crops, settings.frames_per_window, with_crop=settings.with_crop,
-                                prompt=settings.prompt)
+                                prompt=settings.prompt, draw_gaze=not stored)
         chosen = pick_frames(len(frames), settings.frames_per_window)
+        if stored:
+            draw_gaze_on_stored(meta, chosen, sample["images"])
         info["frames"] = [round(meta["frames"][i]["t"] - meta["start"], 3) for i in chosen]
         info["crop"] = len(sample["images"]) > len(chosen)  # the gaze close-up went in too
     except SampleError as error:

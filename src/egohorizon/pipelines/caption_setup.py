@@ -3,7 +3,10 @@
 ``--model`` is a trained adapter (a ``*.adapter`` folder, a ``.ckpt`` saved by train.py beside its
 adapter, or a run folder: its best adapter), any local VLM (hub id or folder), or, with ``--base-url``,
 the model name a server knows. An adapter brings its own prompt file (the one it was trained with),
-its base model, its frame count and its token budget; options given explicitly win.
+its base model, its frame count, its token budget and its decoding: beam width, and the closed answer set
+(``answer_set.json`` beside the adapter, ``egohorizon.llm.answer_set``) when it was trained with
+``model.generation.answer_set=train``, so the job decodes as validation and test did. Options given
+explicitly win (``--no-answer-set`` decodes freely).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ class ModelChoice:
     base_url: str | None = None
     adapter: Path | None = None
     adapter_meta: dict[str, Any] = field(default_factory=dict)
+    answer_set: Any = None  # the egohorizon.llm.answer_set.AnswerSet decoded within (use_answer_set)
 
 
 def _looks_like_adapter(path: Path) -> bool:
@@ -44,9 +48,41 @@ def choose_model(model: str, base_url: str | None = None) -> ModelChoice:
     return ModelChoice(model=model)
 
 
+def use_answer_set(choice: ModelChoice, wanted: bool | None):
+    """The answer set to decode within (None: free text), read from beside the adapter (and kept in
+    ``choice.answer_set``); ``wanted`` None: as the adapter was scored."""
+    from egohorizon.llm.answer_set import ANSWER_SET_FILE, read_answer_set
+
+    trained_with = (choice.adapter_meta.get("generation") or {}).get("answer_set") == "train"
+    if wanted is False or (wanted is None and not trained_with):
+        return None
+    if choice.adapter is None:
+        raise ConfigError("--answer-set: only a trained adapter brings an answer set (answer_set.json)")
+    choice.answer_set = read_answer_set(choice.adapter)  # ConfigError naming the file when it is corrupt
+    if choice.answer_set is None:
+        raise ConfigError(
+            f"{choice.adapter / ANSWER_SET_FILE}: missing. The adapter was validated decoding within its training "
+            "windows' answers (model.generation.answer_set=train); write the file with `egohorizon caption "
+            f"answer-set {choice.adapter}` (docs/captioning.md), or pass --no-answer-set to decode freely")
+    return choice.answer_set
+
+
+def beam_width(choice: ModelChoice, num_beams: int | None, temperature: float) -> int:
+    """``num_beams`` if given, else the adapter's beam width when it decoded by beam search."""
+    if num_beams is not None:
+        if num_beams < 1:
+            raise ConfigError(f"--num-beams: expected at least 1, got {num_beams}")
+        return num_beams
+    generation = choice.adapter_meta.get("generation") or {}
+    if temperature > 0 or generation.get("strategy") != "beam":
+        return 1
+    return int(generation.get("num_beams") or generation.get("num_candidates") or 1)
+
+
 def caption_settings(choice: ModelChoice, *, prompt: str | None = None, frames_per_window: int | None = None,
                      crop: bool | None = None, max_new_tokens: int | None = None, temperature: float = 0.0,
-                     seed: int = 0, jpeg_quality: int = 90) -> CaptionSettings:
+                     seed: int = 0, jpeg_quality: int = 90, answer_set: bool | None = None,
+                     num_beams: int | None = None) -> CaptionSettings:
     from egohorizon.prompts import load_prompt
     from egohorizon.prompts.caption import CAPTION_PROMPT_NAME
 
@@ -60,21 +96,26 @@ def caption_settings(choice: ModelChoice, *, prompt: str | None = None, frames_p
     loaded = load_prompt(prompt or CAPTION_PROMPT_NAME)
     data = meta.get("data") or {}
     generation = meta.get("generation") or {}
+    answers = use_answer_set(choice, answer_set)
     if frames_per_window is None:
         frames_per_window = data.get("frames_per_window") or DEFAULT_FRAMES
     if frames_per_window < 1:
         raise ConfigError(f"--frames-per-window: expected at least 1, got {frames_per_window}")
     return CaptionSettings(
         prompt=loaded.path, prompt_name=loaded.name, prompt_version=loaded.version,
-        frames_per_window=frames_per_window, with_crop=data.get("crops", True) if crop is None else crop,
+        frames_per_window=frames_per_window,
+        with_crop=(data.get("crops") is not False) if crop is None else crop,
         max_new_tokens=max_new_tokens or generation.get("max_new_tokens") or DEFAULT_MAX_NEW_TOKENS,
-        temperature=temperature, seed=seed, jpeg_quality=jpeg_quality)
+        temperature=temperature, seed=seed, jpeg_quality=jpeg_quality,
+        num_beams=beam_width(choice, num_beams, temperature),
+        answer_set=answers.summary() if answers is not None else None)
 
 
 def make_runner(choice: ModelChoice, *, api_key_env: str = "OPENAI_API_KEY", concurrency: int = 8,
                 timeout: float = 120.0, retries: int = 3, batch_size: int = 8, workers: int = 1,
-                device: str | None = None, dtype: str | None = None, base_model: str | None = None):
-    """The runner and its backend for ``choice``."""
+                device: str | None = None, dtype: str | None = None, base_model: str | None = None,
+                answers=None):
+    """The runner and its backend for ``choice``; ``answers``: the AnswerSet to decode within (local only)."""
     if choice.base_url:
         from egohorizon.llm.openai_http import OpenAIChatBackend
         from egohorizon.pipelines.caption_runners import HTTPRunner
@@ -88,15 +129,18 @@ def make_runner(choice: ModelChoice, *, api_key_env: str = "OPENAI_API_KEY", con
     if choice.adapter is not None:
         backend = LocalVLMBackend(base_model, adapter=str(choice.adapter), device=device, dtype=dtype,
                                   batch_size=batch_size)
+        backend.set_answer_set(answers.answers if answers is not None else None)
     else:
         backend = LocalVLMBackend(choice.model, device=device, dtype=dtype, batch_size=batch_size)
     return LocalRunner(backend, batch_size=batch_size, workers=workers)
 
 
 def provenance(choice: ModelChoice, runner, settings: CaptionSettings) -> dict[str, Any]:
-    """Written on every result line and every event: model id, adapter, prompt name and version, seed."""
+    """Written on every result line and every event: model id, adapter, prompt name and version, seed, and
+    the digest of the answer set decoding was restricted to (None: free text)."""
     return {"model": runner.backend.model_id, "adapter": str(choice.adapter) if choice.adapter else None,
-            "prompt": {"name": settings.prompt_name, "version": settings.prompt_version}, "seed": settings.seed}
+            "prompt": {"name": settings.prompt_name, "version": settings.prompt_version}, "seed": settings.seed,
+            "answer_set": settings.answer_set["digest"] if settings.answer_set else None}
 
 
 def make_job(shards: str | Path, out: str | Path, model: str, *, base_url: str | None = None,
@@ -105,6 +149,6 @@ def make_job(shards: str | Path, out: str | Path, model: str, *, base_url: str |
              runner: dict[str, Any] | None = None) -> CaptionJob:
     choice = choose_model(model, base_url)
     chosen = caption_settings(choice, **(settings or {}))
-    made = make_runner(choice, **(runner or {}))
+    made = make_runner(choice, **(runner or {}), answers=choice.answer_set if chosen.answer_set else None)
     return CaptionJob(shards, out, made, chosen, provenance(choice, made, chosen), shard_slice=shard_slice,
                       max_failures=max_failures, retry_failed=retry_failed, progress=progress)
