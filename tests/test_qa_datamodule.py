@@ -109,7 +109,7 @@ def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_pat
     backbone = _tiny(tmp_path, m.training_corpus)
     m.set_tokenizer(backbone.load_tokenizer())
     m.set_processor(backbone.load_processor())
-    model = QAModule(backbone, optimizer=partial(torch.optim.AdamW, lr=1e-3),
+    model = QAModule(backbone, optimizer=partial(torch.optim.AdamW, lr=1e-3), prompt="qa_option",
                      generation={"strategy": "options", "option_score": "sum"})
     model.configure_model()
     model.eval()
@@ -138,3 +138,17 @@ def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_pat
     task = QATask()
     for i, (text, row) in enumerate(zip(texts, scores, strict=True)):
         assert task.parse(text, data.items[i]) == "ABCD"[int(row.argmax())]
+    # calibrated: the same sum minus the option's summed log-probability after the content-free prompt
+    # (the template with question "N/A" and nothing else), each computed as the training loss would.
+    from egohorizon.prompts.qa import render_qa_prompt
+
+    model.generation["option_score"] = "calibrated"
+    calibrated = model.option_log_likelihoods(batch)
+    free = render_qa_prompt("N/A", [], None, prompt="qa_option")
+    assert "N/A" in free and "Memory notes" not in free and IMAGE_MARK not in free
+    for sample, row, cal in zip(samples, scores, calibrated, strict=True):
+        for k, option in enumerate(sample["options"]):
+            b = one([{"text": free, "images": [], "target": option, "key": "content-free"}])
+            with torch.no_grad():
+                prior = -float(model._loss(b)) * int((b["labels"] != -100).sum())
+            assert float(cal[k]) == pytest.approx(float(row[k]) - prior, rel=1e-4, abs=1e-4)

@@ -167,6 +167,29 @@ def test_cli_writes_the_same_items_for_the_same_seed(tmp_path, world, generated,
     assert (tmp_path / "qa.splits.json").is_file()
 
 
+def test_more_training_items_leave_val_and_test_byte_identical(tmp_path, world, generated):
+    """--train-per-day adds training items only: the first pass's items (val and test included) are the
+    same bytes, the extra ones are all on training days, pass the guard, repeat no base question."""
+    from egohorizon.cli import main
+
+    items, _, split = generated
+    out = tmp_path / "qa.jsonl"
+    assert main(["qa", "generate", "--world", str(world.path), "--out", str(out), "--train-per-day", "2"]) == 0
+    lines = out.read_text().splitlines()
+    base = tmp_path / "base.jsonl"
+    assert main(["qa", "generate", "--world", str(world.path), "--out", str(base)]) == 0
+    base_lines = base.read_text().splitlines()
+    assert lines[: len(base_lines)] == base_lines  # byte-identical, train items of the first pass too
+    written = load_jsonl(out, QAItem)
+    extra = written[len(items):]
+    assert len(extra) > len([i for i in items if i.meta["split"] == "train"])
+    assert {i.meta["split"] for i in extra} == {"train"}
+    assert len({i.id for i in written}) == len(written)
+    asked = {(i.task, i.question, _answer_text(i)) for i in items}
+    assert not any((i.task, i.question, _answer_text(i)) in asked for i in extra)
+    check_qa_items(written, split)
+
+
 # -- the leakage guard -------------------------------------------------------------------------------
 
 _times = st.floats(min_value=0, max_value=1e6, allow_nan=False)

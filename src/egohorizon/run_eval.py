@@ -158,7 +158,8 @@ def score_options(cfg: DictConfig) -> dict[str, Any]:
     options: dict[str, Any] = {}
     for conf in (cfg.get("callbacks") or {}).values():
         if conf and str(conf.get("_target_", "")).endswith("GenerationEvalCallback") and conf.get("task") == task:
-            options = OmegaConf.to_container(conf.get("score_options") or {}, resolve=True)
+            given = conf.get("score_options")  # an empty {} is falsy but still a DictConfig
+            options = OmegaConf.to_container(given, resolve=True) if given is not None else {}
     if task == "forecast" and not options:  # a config without the task's callbacks (e.g. callbacks=none)
         options = {"embedder": None, "n_random_draws": None, "seed": None}
     for key in ("embedder", "n_random_draws", "seed"):

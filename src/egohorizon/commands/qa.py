@@ -30,6 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     gen.add_argument("--min-history-days", type=int, default=3,
                      help="first recorded days of each person asked nothing about, and kept in train (3)")
     gen.add_argument("--per-day", type=int, default=1, help="question times per task type and day (1)")
+    gen.add_argument("--train-per-day", type=int, default=0,
+                     help="more question times per task type on each training day, from a random stream of "
+                          "their own: val and test items stay the same bytes (0)")
     gen.add_argument("--seed", type=int, default=0)
     gen.set_defaults(handler=run_generate)
     _register_answer(sub)
@@ -84,9 +87,9 @@ def run_generate(args: argparse.Namespace) -> int:
     from egohorizon.errors import ConfigError
     from egohorizon.schema import write_jsonl
 
-    if args.per_day < 1 or args.min_history_days < 0:
-        raise ConfigError(f"--per-day must be >= 1 and --min-history-days >= 0, got {args.per_day}, "
-                          f"{args.min_history_days}")
+    if args.per_day < 1 or args.min_history_days < 0 or args.train_per_day < 0:
+        raise ConfigError(f"--per-day must be >= 1, --min-history-days and --train-per-day >= 0, got "
+                          f"{args.per_day}, {args.min_history_days}, {args.train_per_day}")
     world = load_demo_world(args.world)
     if args.split_file:
         split = DaySplit.load(args.split_file)
@@ -94,7 +97,7 @@ def run_generate(args: argparse.Namespace) -> int:
         split = make_day_split(world.events, val_frac=args.val_frac, test_frac=args.test_frac, seed=args.seed,
                                min_history_days=args.min_history_days)
     items, report = generate_items(world, split, seed=args.seed, per_day=args.per_day,
-                                   min_history_days=args.min_history_days)
+                                   min_history_days=args.min_history_days, train_per_day=args.train_per_day)
     check_qa_items(items, split)
     out = Path(args.out)
     write_jsonl(out, items)

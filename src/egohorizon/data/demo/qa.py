@@ -95,9 +95,35 @@ def _rebalance_distractors(drafts: list[tuple[str, str, float, Draft]], rng: ran
 
 
 def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_history_days: int = 3,
-                   tasks: list[str] | None = None, draws: int = 4) -> tuple[list[QAItem], dict[str, Any]]:
+                   tasks: list[str] | None = None, draws: int = 4, train_per_day: int = 0
+                   ) -> tuple[list[QAItem], dict[str, Any]]:
     """Items of every task type for every participant's days (module doc), and a report: items per task
-    and split, answer positions, and how many question times gave no item, per task."""
+    and split, answer positions, and how many question times gave no item, per task.
+
+    ``train_per_day`` > 0 adds that many more question times per task type on every *training* day, drawn
+    by a second pass with its own random stream (``extra_training_items``): the items of the first pass,
+    val and test included, are the same bytes with or without them."""
+    items, no_item = _generate(world, split, seed, per_day, min_history_days, tasks, draws)
+    if train_per_day > 0:
+        items += extra_training_items(world, split, items, seed, train_per_day, min_history_days, tasks, draws)
+    return items, report(items, no_item)
+
+
+def extra_training_items(world, split: DaySplit, base: list[QAItem], seed: int, per_day: int,
+                         min_history_days: int = 3, tasks: list[str] | None = None, draws: int = 4) -> list[QAItem]:
+    """More training items (issue 13: ~600 items cannot teach a random-weight model to read its inputs):
+    ``per_day`` question times per task type on each training day, from a random stream of their own
+    (seed + 7919), ids tagged ``x``; a question (person, task, wording, answer) already among ``base`` is
+    dropped. Only training days are asked about, so val and test are untouched."""
+    train_only = DaySplit({p: {d: s for d, s in days.items() if s == "train"} for p, days in split.days.items()},
+                          dict(split.settings))
+    extra, _ = _generate(world, train_only, seed + 7919, per_day, min_history_days, tasks, draws, id_tag="x")
+    asked = {(i.participant, i.task, i.question, i.options[ord(i.answer) - ord("A")]) for i in base}
+    return [i for i in extra if (i.participant, i.task, i.question, i.options[ord(i.answer) - ord("A")]) not in asked]
+
+
+def _generate(world, split: DaySplit, seed: int, per_day: int, min_history_days: int, tasks: list[str] | None,
+              draws: int, id_tag: str = "") -> tuple[list[QAItem], Counter]:
     tasks = tasks or list(MAKERS)
     unknown = sorted(set(tasks) - set(MAKERS))
     if unknown:
@@ -132,7 +158,7 @@ def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_
                     right[draft.answer] += 1
                     seen_questions.add((participant, task, draft.question, draft.answer))
                     drafted.append((task, participant, draft, {
-                        "id": f"demo-{participant}-{day}-{_task_slug(task)}-{n}",
+                        "id": f"demo-{participant}-{day}-{_task_slug(task)}-{id_tag}{n}",
                         "meta": {"t_question": t_q, "day": day, "split": day_split}}))
     _rebalance_distractors([(t, p, f["meta"]["t_question"], d) for t, p, d, f in drafted], rng)
     items: list[QAItem] = []
@@ -143,7 +169,7 @@ def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_
             options=_options(draft, position, rng), answer=string.ascii_uppercase[position],
             level=EGOMONTH_TASK_LEVELS[task], evidence=_evidence(draft), source="demo",
             meta={**draft.meta, **fields["meta"]}))
-    return items, report(items, no_item)
+    return items, no_item
 
 
 def report(items: list[QAItem], no_item: Counter | None = None) -> dict[str, Any]:
