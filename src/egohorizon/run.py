@@ -105,6 +105,8 @@ def _data_settings(cfg: DictConfig) -> dict[str, Any]:
         "eval_prompt_candidates",
         "use_chat_template",
         "max_length",
+        "frames_per_window",  # the captioner's frames and close-up: the offline caption job renders the same
+        "crops",
     )
     return {k: OmegaConf.to_container(cfg.data, resolve=True).get(k) for k in keys}
 

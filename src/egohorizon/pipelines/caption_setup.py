@@ -11,12 +11,15 @@ explicitly win (``--no-answer-set`` decodes freely).
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
 from egohorizon.pipelines.caption import CaptionJob, CaptionSettings
+
+log = logging.getLogger(__name__)
 
 DEFAULT_FRAMES = 8
 DEFAULT_MAX_NEW_TOKENS = 256
@@ -99,6 +102,10 @@ def caption_settings(choice: ModelChoice, *, prompt: str | None = None, frames_p
     answers = use_answer_set(choice, answer_set)
     if frames_per_window is None:
         frames_per_window = data.get("frames_per_window") or DEFAULT_FRAMES
+        if choice.adapter is not None and not data.get("frames_per_window"):
+            log.warning("%s does not record the frames per window it was trained with (adapters saved before "
+                        "they did); using %d: pass --frames-per-window to render windows as it saw them",
+                        choice.adapter, frames_per_window)
     if frames_per_window < 1:
         raise ConfigError(f"--frames-per-window: expected at least 1, got {frames_per_window}")
     return CaptionSettings(
