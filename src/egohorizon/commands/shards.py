@@ -40,6 +40,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="de-identification: auto = off for the demo world, faces + text for real data")
     build.add_argument("--deid-names", metavar="FILE",
                        help="names to hide in screen text and speech, one per line (# starts a comment)")
+    build.add_argument("--no-screen-text", dest="screen_text", action="store_false",
+                       help="do not OCR the windows' on-screen text (a captioner input; read from the "
+                            "de-identified frames, the first frame of every 10 s)")
     build.set_defaults(handler=run_build)
 
     stats = sub.add_parser("stats", help="what a shard folder holds (from index.json)")
@@ -83,7 +86,8 @@ def run_build(args: argparse.Namespace) -> int:
                                      "events": [str(Path(p).resolve()) for p in args.events]}
     index = build_shards(sources, args.out, config=config, samples_per_shard=args.samples_per_shard,
                          deid=args.deid, jpeg_quality=args.jpeg_quality, inputs=inputs,
-                         deid_names=read_names(args.deid_names) if args.deid_names else ())
+                         deid_names=read_names(args.deid_names) if args.deid_names else (),
+                         screen_text=args.screen_text)
     print(json.dumps({"index": str(index.root / "index.json"), **index.totals()}, indent=1))
     return 0
 

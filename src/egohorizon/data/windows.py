@@ -8,6 +8,8 @@ recording's start. It holds
   (frames whose gaze is missing or outside the image get no crop),
 - optionally the gaze drawn on the downscaled frame,
 - the words whose start lies in the window (each word belongs to exactly one window) and their text,
+- the on-screen text read from a few of its de-identified frames (``egohorizon.data.window_text``;
+  ``screen_text``: unique lines with their time in the window; empty when the build did not read it),
 - the events of the same participant that overlap the window, and the level-1 ones' texts as captions,
 - ids (participant, day, session, recording, window index) and times.
 
@@ -28,7 +30,9 @@ import numpy as np
 from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, GAZE_OUTSIDE, Word
 from egohorizon.schema import Event, Recording
 
-WINDOW_SCHEMA_VERSION = 1
+# 2: ``screen_text`` (on-screen text lines) and the events' ``place``; readers that need them refuse
+# shards of version 1 (built without them) instead of reading every window as text-less.
+WINDOW_SCHEMA_VERSION = 2
 
 
 @dataclass
@@ -86,6 +90,8 @@ class WindowSample:
     events: list[Event]
     config: WindowConfig
     deid: dict[str, int] = field(default_factory=dict)
+    screen_text: list[dict[str, Any]] = field(default_factory=list)  # {"t": s in the window, "text"}
+    screen_text_counts: dict[str, int] = field(default_factory=dict)
 
     @property
     def key(self) -> str:
@@ -108,7 +114,10 @@ class WindowSample:
             "words": [{"start": w.start, "end": w.end, "text": w.text, "confidence": w.confidence,
                        "speaker": w.speaker} for w in self.words],
             "transcript": self.transcript,
-            "events": [{"id": e.id, "level": e.level, "start": e.start, "end": e.end, "text": e.text}
+            "screen_text": [dict(line) for line in self.screen_text],
+            # place: where the event happens when its source says (the demo world does): the gold scene
+            "events": [{"id": e.id, "level": e.level, "start": e.start, "end": e.end, "text": e.text,
+                        **({"place": e.meta["place"]} if isinstance(e.meta.get("place"), str) else {})}
                        for e in self.events],
             "captions": [e.text for e in self.events if e.level == 1],
             "deid": dict(self.deid),
@@ -242,20 +251,26 @@ def _load(source: SourceFrame) -> tuple[np.ndarray, SourceFrame]:
 
 def build_window(recording: Recording, index: int, frames: Sequence[SourceFrame], words: Sequence[Word],
                  events: Iterable[Event], config: WindowConfig,
-                 deidentify: Callable[[np.ndarray], tuple[np.ndarray, dict[str, int]]] | None = None
-                 ) -> WindowSample:
-    """One window sample; every native frame passes ``deidentify`` before anything is cut from it."""
+                 deidentify: Callable[[np.ndarray], tuple[np.ndarray, dict[str, int]]] | None = None,
+                 screen_text=None) -> WindowSample:
+    """One window sample; every native frame passes ``deidentify`` before anything is cut from it or
+    read: ``screen_text`` (an ``egohorizon.data.window_text.ScreenTextReader``) OCRs the de-identified
+    frames only."""
     start = recording.start + index * config.window_s
     end = start + config.window_s
     totals: dict[str, int] = {}
-    window_frames = []
+    window_frames, to_read, slots = [], [], set()
     for source in frames:
         image, source = _load(source)
         if deidentify is not None:
             image, counts = deidentify(image)
             for name, value in counts.items():
                 totals[name] = totals.get(name, 0) + value
+        if screen_text is not None and screen_text.slot(source.t - start) not in slots:
+            slots.add(screen_text.slot(source.t - start))
+            to_read.append((source.t - start, image))  # the de-identified native frame
         window_frames.append(make_window_frame(source, image, config))
+    lines, line_counts = screen_text.read_window(to_read) if screen_text is not None else ([], {})
     return WindowSample(recording=recording, index=index, start=start, end=end, frames=window_frames,
                         words=list(words), events=overlapping_events(events, recording.participant, start, end),
-                        config=config, deid=totals)
+                        config=config, deid=totals, screen_text=lines, screen_text_counts=dict(line_counts))

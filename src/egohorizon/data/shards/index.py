@@ -2,18 +2,24 @@
 
 Format (``INDEX_FORMAT``, version ``INDEX_VERSION``)::
 
-    {"format": "egohorizon-window-shards", "schema_version": 1, "window_schema_version": 1,
+    {"format": "egohorizon-window-shards", "schema_version": 1, "window_schema_version": 2,
      "build": {window_s, long_side, crop_size, draw_gaze, min_frames, samples_per_shard,
-               jpeg_quality, crop_quality, deid, window_schema_version, skipped_windows},
+               jpeg_quality, crop_quality, deid, window_schema_version, screen_text, skipped_windows},
      "totals": {"shards", "samples", "frames", "words", "bytes", "participants", "days",
-                "deid": {"frames", "faces", "text_boxes"}},
+                "deid": {"frames", "faces", "text_boxes"},
+                "screen_text": {"frames", "failed", "lines", "sensitive_dropped"}},
      "inputs": {"ingested": [folders], "events": [files], "sessions": {recording id: fingerprint}},
      "shards": [{"path", "participant", "day", "sessions", "samples", "frames", "words", "bytes",
                  "start", "end", "gaze_status_counts", "deid": {"frames", "faces", "text_boxes"},
+                 "screen_text": {"frames", "failed", "lines", "sensitive_dropped"},
                  "fingerprint", "inputs": {recording id: fingerprint}}, ...]}
 
 ``build.skipped_windows`` counts windows left out for having fewer than ``min_frames`` frames;
 ``deid.frames`` counts the frames that passed the de-identifier (0 when it was off).
+``build.screen_text`` is the on-screen text reader's settings (its OCR version) or ``"off"``;
+``screen_text`` counts the frames OCR'd, the failed reads, the lines kept and the sensitive lines
+dropped (egohorizon.data.window_text). ``window_schema_version`` 1: shards from before on-screen text;
+``require_screen_text`` refuses them (and shards built with it off) for readers that need it.
 
 ``path`` is relative to the index's folder. Each shard also has a sidecar ``<shard>.json`` holding its
 entry and the build settings; the index is assembled from the sidecars, and a re-run of the writer
@@ -59,8 +65,10 @@ class ShardIndex:
 
     def totals(self) -> dict[str, Any]:
         deid: Counter = Counter()
+        text: Counter = Counter()
         for entry in self.shards:
             deid.update(entry.get("deid", {}))
+            text.update(entry.get("screen_text", {}))
         return {
             "shards": len(self.shards),
             "samples": sum(e["samples"] for e in self.shards),
@@ -70,7 +78,19 @@ class ShardIndex:
             "participants": sorted({e["participant"] for e in self.shards}),
             "days": sorted({e["day"] for e in self.shards}),
             "deid": dict(deid),
+            "screen_text": dict(text),
         }
+
+    def require_screen_text(self) -> None:
+        """Raises a DataError unless the windows carry their on-screen text (a captioner's input):
+        older shards would otherwise read as windows without any text on screen."""
+        where = self.root / INDEX_FILE
+        if self.window_schema_version < 2:
+            raise DataError(f"{where}: field 'window_schema_version': {self.window_schema_version} (built before "
+                            "on-screen text was read); rebuild the shards into a new folder (window schema 2)")
+        if self.build.get("screen_text", "off") == "off":
+            raise DataError(f"{where}: field 'build.screen_text': 'off' (built without on-screen text); rebuild "
+                            "the shards with it")
 
     def to_dict(self) -> dict[str, Any]:
         return {"format": INDEX_FORMAT, "schema_version": INDEX_VERSION,

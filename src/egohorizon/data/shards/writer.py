@@ -11,8 +11,11 @@
   has are removed, so a rebuild after adding, changing or removing a session equals a fresh build
   (issue 9). A shard is written under a temporary name and renamed when complete, then its sidecar
   is written: a crash leaves no half shard that looks finished.
-- Every frame passes the de-identifier (if any) before it is downscaled, cropped or stored; the
-  counts of what it masked go into the shard's entry.
+- Every frame passes the de-identifier (if any) before it is downscaled, cropped, OCR'd or stored;
+  the counts of what it masked go into the shard's entry.
+- On-screen text (``screen_text=True``, the default) is read from a few de-identified frames of each
+  window (``egohorizon.data.window_text``); the reader's settings are part of the build settings and
+  its counts (frames read, failed reads, lines, sensitive lines dropped) go into the shard's entry.
 """
 
 from __future__ import annotations
@@ -125,7 +128,7 @@ def _finished_entry(sidecar: Path, tar_path: Path, build: dict[str, Any], finger
 
 def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deidentify: Callable | None,
                 jpeg_quality: int, crop_quality: int, fingerprint: str,
-                session_fingerprints: dict[str, str]) -> tuple[dict[str, Any], list[str]]:
+                session_fingerprints: dict[str, str], screen_text=None) -> tuple[dict[str, Any], list[str]]:
     """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
     import webdataset as wds
 
@@ -134,7 +137,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
     tar_path = out_dir / plan.relpath
     tar_path.parent.mkdir(parents=True, exist_ok=True)
     tmp = tar_path.with_name(f".{tar_path.name}.tmp-{os.getpid()}")
-    gaze, deid = Counter(), Counter()
+    gaze, deid, text = Counter(), Counter(), Counter()
     keys, sessions, frames, words = [], [], 0, 0
     try:
         # mtime fixed: the same inputs give byte-identical shards. An int, not 0.0: tarfile writes a
@@ -142,7 +145,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
         with wds.TarWriter(str(tmp), encoder=False, mtime=0) as sink:
             for window in plan.windows:
                 sample = build_window(window.source.recording, window.index, window.frames, window.words,
-                                      window.source.events, config, deidentify)
+                                      window.source.events, config, deidentify, screen_text=screen_text)
                 if hasattr(deidentify, "scrub_words"):  # the words were scrubbed per recording (build_shards)
                     sample.deid["speech_items"] = count_redactions(w.text for w in sample.words)
                 sink.write(encode_window(sample, jpeg_quality=jpeg_quality, crop_quality=crop_quality))
@@ -151,6 +154,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
                 words += len(sample.words)
                 gaze.update(f.gaze_status for f in sample.frames)
                 deid.update(sample.deid)
+                text.update(sample.screen_text_counts)
                 if deidentify is not None:
                     deid["frames"] += len(sample.frames)
                 if sample.recording.session not in sessions:
@@ -163,6 +167,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
              "samples": len(keys), "frames": frames, "words": words, "bytes": tar_path.stat().st_size,
              "start": plan.windows[0].start, "end": plan.windows[-1].start + config.window_s,
              "gaze_status_counts": {s: gaze.get(s, 0) for s in GAZE_STATUSES}, "deid": dict(deid),
+             "screen_text": dict(text),
              "fingerprint": fingerprint, "inputs": _shard_inputs(plan, session_fingerprints)}
     return entry, keys
 
@@ -184,12 +189,14 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
                  config: WindowConfig | None = None, samples_per_shard: int = 32, deid: str = "auto",
                  jpeg_quality: int = 90, crop_quality: int = 95,
                  deidentifier: Callable | None = None, inputs: dict[str, Any] | None = None,
-                 deid_names: Sequence[str] = ()) -> ShardIndex:
+                 deid_names: Sequence[str] = (), screen_text: bool = True) -> ShardIndex:
     """Writes (or completes, or brings up to date) the shards of ``sources`` in ``out_dir`` and its index.json.
 
     ``deid``: auto | on | off | faces | text (egohorizon.pipelines.deid.make_deidentifier); ``auto``
     is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it.
     ``deid_names``: names to hide in screen text and speech (egohorizon.pipelines.sensitive).
+    ``screen_text``: read each window's on-screen text (egohorizon.data.window_text) from its
+    de-identified frames; a failed read is counted in the shard's entry, never fatal.
     ``inputs``: where the sources were read from (``{"ingested": [folders], "events": [files]}``),
     kept in the index so ``shards verify`` can compare the shards with them."""
     from egohorizon.pipelines.deid import make_deidentifier
@@ -205,6 +212,12 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
         resolved = "off" if deidentifier is None else ("on" if deid == "auto" else deid)
     build = build_settings(config, samples_per_shard=samples_per_shard, jpeg_quality=jpeg_quality,
                            crop_quality=crop_quality, deid=resolved)
+    reader = None
+    if screen_text:
+        from egohorizon.data.window_text import ScreenTextReader
+
+        reader = ScreenTextReader(names=deid_names)
+    build["screen_text"] = reader.setting if reader is not None else "off"
     if getattr(deidentifier, "detector_setting", None):
         build["detectors"] = deidentifier.detector_setting
     if getattr(deidentifier, "speech_setting", None):
@@ -225,12 +238,13 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
         else:
             entry, keys = write_shard(plan, out_dir, config, deidentify=deidentifier, jpeg_quality=jpeg_quality,
                                       crop_quality=crop_quality, fingerprint=fingerprint,
-                                      session_fingerprints=sessions)
+                                      session_fingerprints=sessions, screen_text=reader)
             write_json_atomic(sidecar, {"build": build, "entry": entry, "keys": keys})
             log.info("shard %d/%d %s: %d samples, %.1f MB", number, len(plans), plan.relpath,
                      entry["samples"], entry["bytes"] / 1e6)
         entries.append(entry)
     index = ShardIndex(root=out_dir, build={**build, "skipped_windows": skipped}, shards=entries,
+                       window_schema_version=WINDOW_SCHEMA_VERSION,
                        inputs={**(inputs or {}), "sessions": dict(sorted(sessions.items()))})
     index.save()
     removed = remove_stale_shards(out_dir, {p.relpath for p in plans})
