@@ -113,7 +113,7 @@ class CaptionSamples:
 
 def caption_window(meta: dict[str, Any]):
     """A shard sample's JSON -> the ``CaptionWindow`` gold record the caption task scores."""
-    from egohorizon.metrics.caption_format import gold_actions
+    from egohorizon.metrics.caption_format import gold_actions, gold_scene
     from egohorizon.metrics.captions import activity_of
     from egohorizon.schema import CaptionWindow
 
@@ -123,6 +123,7 @@ def caption_window(meta: dict[str, Any]):
         window_s=end - start,
         actions=[{"start": a.start, "end": a.end, "action": a.text}
                  for a in gold_actions(meta.get("events", []), start, end)],
+        scene=gold_scene(meta.get("events", []), start, end),
         source=meta.get("source") or "",
         participant=meta["participant"],
         day=meta["day"],
@@ -262,7 +263,7 @@ class CaptionDataModule(TaskDataModule):
         self.index = None
         self.selected: dict[str, list[dict]] = {}
         self._eval_items: dict[str, dict[str, Any]] = {}
-        self._most_frequent: str | None = None
+        self._most_frequent: tuple[str, str] | None = None
 
     # -- shards ---------------------------------------------------------------------------------
 
@@ -326,7 +327,8 @@ class CaptionDataModule(TaskDataModule):
         texts: list[str] = []
         for meta in self.window_metas("train", limit=self.max_corpus_windows):
             times = [f["t"] - meta["start"] for f in meta["frames"]]
-            texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name))
+            texts.append(render_caption_prompt(times, meta["transcript"], prompt=self.prompt_name,
+                                               screen_text=meta.get("screen_text") or ()))
             texts.append(render_caption_answer(meta["events"], meta["start"], meta["end"]) or "")
         return texts
 
@@ -348,12 +350,15 @@ class CaptionDataModule(TaskDataModule):
         return self._eval_items[split]
 
     def eval_options(self, split: str) -> dict[str, Any]:
-        """What scoring needs from the training days: their most frequent gold action (the baseline)."""
+        """What scoring needs from the training days: their most frequent gold action and scene (the
+        baseline)."""
         if self._most_frequent is None:
-            from egohorizon.metrics.captions import most_frequent_action
+            from egohorizon.metrics.captions import most_frequent_action, most_frequent_scene
 
-            self._most_frequent = most_frequent_action(map(caption_window, self.window_metas("train"))) or ""
-        return {"most_frequent_action": self._most_frequent or None}
+            train = list(map(caption_window, self.window_metas("train")))
+            self._most_frequent = (most_frequent_action(train) or "", most_frequent_scene(train) or "")
+        action, scene = self._most_frequent
+        return {"most_frequent_action": action or None, "most_frequent_scene": scene or None}
 
     def setup(self, stage: str | None = None) -> None:
         from egohorizon.data.shards.index import ShardIndex
@@ -361,6 +366,7 @@ class CaptionDataModule(TaskDataModule):
         if self.index is not None:
             return
         self.index = ShardIndex.load(self.shard_dir())
+        self.index.require_screen_text()  # the prompt's "Text on screen:" line comes from the shards
         split = self._day_split()
         for name in SPLITS:
             self.selected[name] = self.index.select(days=split.days_in(name))

@@ -406,7 +406,7 @@ def run_captions(args: argparse.Namespace) -> int:
     code), with the repeat-previous baseline and, given --train-gold or --most-frequent, the
     most-frequent one."""
     from egohorizon.errors import ConfigError
-    from egohorizon.metrics.captions import most_frequent_action
+    from egohorizon.metrics.captions import most_frequent_action, most_frequent_scene
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.schema import CaptionPrediction, CaptionWindow
     from egohorizon.tasks import get_task
@@ -418,9 +418,10 @@ def run_captions(args: argparse.Namespace) -> int:
     records = _load(args.pred, CaptionPrediction)
     by_id = {w.id: w for w in windows}
     predictions = {r.id: task.parse_record(r, by_id[r.id]) for r in records if r.id in by_id}
-    action = args.most_frequent
+    action, scene = args.most_frequent, None
     if args.train_gold:
-        action = most_frequent_action(_load(args.train_gold, CaptionWindow))
+        train = _load(args.train_gold, CaptionWindow)
+        action, scene = most_frequent_action(train), most_frequent_scene(train)
     embedder = get_embedder(args.embedder)
     judge = _make_judge(args.judge, "judge_subtask", args)
     evaluation = task.evaluate(
@@ -431,6 +432,7 @@ def run_captions(args: argparse.Namespace) -> int:
         embedder=embedder,
         iou_threshold=args.iou,
         most_frequent_action=action,
+        most_frequent_scene=scene,
     )
     report = {**evaluation.report, "baselines": evaluation.baselines, "judge_stats": judge.stats}
     report["inputs"] = _reconcile([w.id for w in windows], [r.id for r in records], args)

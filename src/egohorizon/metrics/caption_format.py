@@ -116,3 +116,16 @@ def gold_actions(events: Sequence[dict], window_start: float, window_end: float)
         if end > start:
             out.append(CaptionAction(start - window_start, end - window_start, event["text"]))
     return out
+
+
+def gold_scene(events: Sequence[dict], window_start: float, window_end: float) -> str | None:
+    """A window's gold scene: the places of its level-1 events (the shard sample's ``events`` carry
+    ``place`` where the source knows it; the demo world does) in time order, a change of place as
+    "A, then B" (the state change the world knows); None when no event says where it happens."""
+    places: list[str] = []
+    for event in sorted((e for e in events if e.get("level") == 1), key=lambda e: (e["start"], e["end"])):
+        place = event.get("place")
+        if (isinstance(place, str) and place.strip() and min(event["end"], window_end) > max(event["start"], window_start)
+                and (not places or places[-1] != place.strip())):
+            places.append(place.strip())
+    return ", then ".join(places) if places else None

@@ -16,6 +16,11 @@ Per window (gold ``CaptionWindow``, prediction a ``caption_format.CaptionParse``
   it scores 0 against any gold action and is counted in ``invalid``; ``dropped`` counts action lines
   the parser refused (bad times or text), ``unparsed`` lines that were not caption objects.
 
+- **scene**: a window with a gold ``scene`` (the demo world's place, "A, then B" when it changes;
+  ``caption_format.gold_scene``) scores its predicted scene line with the same judge as the actions
+  (exact / embedding / llm): correct or not; a missing scene line is wrong. Windows without a gold
+  scene are left out of it. ``scene_accuracy`` = correct / ``scene_n`` (None when no window has one).
+
 Aggregates (``aggregate``): ``precision``, ``recall``, ``f1`` are micro (matches pooled over windows);
 ``*_macro`` the means of the per-window figures; ``soft_edit`` the mean per-window score. The same
 aggregate is reported overall, per source and per activity type.
@@ -29,9 +34,10 @@ coffee break with colleagues"); level 5 is a part of the day, too coarse to tell
 Baselines (scored with the same function): ``repeat_previous`` predicts the gold actions of the
 previous window of the same participant and session (the latest one that ends at or before this
 window's start: nothing later leaks in), with their times kept and clipped to this window;
-a window without one gets no prediction (counted invalid). ``most_frequent`` predicts one action
-over the whole window: the most frequent gold action text of the training windows
-(``most_frequent_action``; ties: alphabetical).
+a window without one gets no prediction (counted invalid); its scene is the previous window's gold
+scene. ``most_frequent`` predicts one action over the whole window: the most frequent gold action text
+of the training windows (``most_frequent_action``; ties: alphabetical), and their most frequent gold
+scene (``most_frequent_scene``).
 """
 
 from __future__ import annotations
@@ -128,6 +134,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     def mean(key: str) -> float | None:
         return float(np.mean([r[key] for r in rows])) if rows else None
 
+    scene_n = sum(bool(r.get("scene_gold")) for r in rows)
+    scene_correct = sum(bool(r.get("scene_correct")) for r in rows)
+
     return {
         "n": n,
         "precision": precision,
@@ -138,6 +147,9 @@ def aggregate(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "f1_macro": mean("f1"),
         "soft_edit": mean("soft_edit"),
         "invalid": sum(bool(r["invalid"]) for r in rows),
+        "scene_n": scene_n,
+        "scene_correct": scene_correct,
+        "scene_accuracy": scene_correct / scene_n if scene_n else None,
         **totals,
     }
 
@@ -166,6 +178,9 @@ def score_captions(
     }
     pairs = sorted(set().union(*(candidate_pairs(golds[w.id], preds[w.id], iou_threshold) for w in windows)))
     verdicts = dict(zip(pairs, judge.judge_pairs(pairs)))
+    scenes = {w.id: (w.scene, p.scene if (p := predictions.get(w.id)) is not None else None) for w in windows}
+    scene_pairs = sorted({(g, p) for g, p in scenes.values() if g and p})
+    scene_verdicts = dict(zip(scene_pairs, judge.judge_pairs(scene_pairs))) if scene_pairs else {}
     scores = soft_edit_scores(
         [([a.text for a in golds[w.id]], [a.text for a in preds[w.id]]) for w in windows], embedder
     )
@@ -190,6 +205,9 @@ def score_captions(
                 "invalid": parse is None or parse.invalid,
                 "dropped": parse.dropped if parse is not None else 0,
                 "unparsed": parse.unparsed if parse is not None else 0,
+                "scene_gold": bool(window.scene),
+                "scene_correct": bool(window.scene and scenes[window.id][1]
+                                      and scene_verdicts.get(scenes[window.id], False)),
             }
         )
     return {
@@ -201,6 +219,7 @@ def score_captions(
         "judge": judge.describe(),
         "embedder": embedder.name,
         "judged_pairs": len(pairs),
+        "judged_scene_pairs": len(scene_pairs),
     }
 
 
@@ -254,7 +273,7 @@ def repeat_previous(windows: Sequence[CaptionWindow]) -> dict[str, CaptionParse 
         kept = [
             CaptionAction(a.start, min(a.end, length), a.text) for a in gold_of(previous) if a.start < length
         ]
-        out[window_id] = CaptionParse(actions=kept)
+        out[window_id] = CaptionParse(actions=kept, scene=previous.scene)
     return out
 
 
@@ -266,8 +285,18 @@ def most_frequent_action(training_windows: Iterable[CaptionWindow]) -> str | Non
     return min(counts, key=lambda text: (-counts[text], text))
 
 
-def most_frequent(windows: Sequence[CaptionWindow], action: str | None) -> dict[str, CaptionParse | None]:
-    """The most-frequent baseline: ``action`` over each whole window (None: no prediction)."""
+def most_frequent_scene(training_windows: Iterable[CaptionWindow]) -> str | None:
+    """The most frequent gold scene of the training windows (ties: alphabetical); None if none has one."""
+    counts = Counter(w.scene for w in training_windows if w.scene)
+    if not counts:
+        return None
+    return min(counts, key=lambda text: (-counts[text], text))
+
+
+def most_frequent(windows: Sequence[CaptionWindow], action: str | None,
+                  scene: str | None = None) -> dict[str, CaptionParse | None]:
+    """The most-frequent baseline: ``action`` over each whole window, and ``scene`` as its scene
+    (None: no prediction)."""
     if not action:
         return {w.id: None for w in windows}
-    return {w.id: CaptionParse(actions=[CaptionAction(0.0, w.window_s, action)]) for w in windows}
+    return {w.id: CaptionParse(actions=[CaptionAction(0.0, w.window_s, action)], scene=scene) for w in windows}

@@ -1,10 +1,13 @@
-"""The captioner's prompt and answer: a window's frames (gaze drawn), the gaze close-up and the speech
-in, the wearer's timed actions out (``egohorizon.metrics.caption_format``).
+"""The captioner's prompt and answer: a window's frames (gaze drawn), the gaze close-up, the speech and
+the on-screen text in, the wearer's timed actions and the scene out (``egohorizon.metrics.caption_format``).
 
 Each frame is preceded by its time in the window, then the image marker that the backbone's processor
 expands into the image's tokens (``egohorizon.backbones.collate``); the close-up comes last. The answer
 is the caption format: one JSON line per action (times relative to the window, oldest first), from the
-window's gold level-1 events when it has any (the demo world knows them; a real recording has none).
+window's gold level-1 events when it has any (the demo world knows them; a real recording has none), then
+the gold scene line when the events say where they happen (``gold_scene``: the place, "A, then B" when
+it changes). The on-screen text is the shard's ``screen_text`` (read from the de-identified frames at
+shard build, egohorizon.data.window_text), one "Text on screen:" line grouped by time, "none" without.
 
 ``caption_sample`` is the one place a window becomes a model input: the training datamodule
 (``datamodules.caption.CaptionSamples``) and the offline ``egohorizon caption`` job both call it, so
@@ -30,8 +33,10 @@ def render_caption_prompt(
     window_s: float = 30.0,
     with_crop: bool = False,
     prompt: str | None = None,
+    screen_text: Sequence[Mapping[str, Any]] = (),
 ) -> str:
-    """The prompt of one window with ``len(times)`` frames (and a gaze close-up when ``with_crop``)."""
+    """The prompt of one window with ``len(times)`` frames (and a gaze close-up when ``with_crop``);
+    ``screen_text``: the window's on-screen text lines (``{"t", "text"}``, a shard sample's)."""
     template = load_prompt(prompt or CAPTION_PROMPT_NAME)
     frames = "".join(f"t={t:.0f}s {IMAGE_MARK}\n" for t in times)
     crop = f"close-up around the gaze point: {IMAGE_MARK}\n" if with_crop else ""
@@ -40,17 +45,33 @@ def render_caption_prompt(
         window_s=f"{window_s:g}",
         crop_note="The last image is a close-up around the gaze point." if with_crop else "",
         transcript=transcript.strip() or "(none)",
+        screen_text=render_screen_text(screen_text),
     )
     return frames + crop + text
 
 
+def render_screen_text(lines: Sequence[Mapping[str, Any]], max_chars: int = 400) -> str:
+    """``t=0s: Terminal / $ pytest -q tests/; t=10s: 47 passed`` (lines grouped by the second they were
+    first read), at most ``max_chars`` (whole lines only); ``none`` without any."""
+    groups: dict[str, list[str]] = {}
+    used = 0
+    for line in lines:
+        text = " ".join(str(line.get("text", "")).split())
+        if not text or used + len(text) > max_chars:
+            continue
+        used += len(text)
+        groups.setdefault(f"t={float(line.get('t', 0.0)):.0f}s", []).append(text)
+    return "; ".join(f"{t}: {' / '.join(texts)}" for t, texts in groups.items()) or "none"
+
+
 def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end: float) -> str | None:
     """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
-    clipped to ``[start, end]`` and relative to ``start``; None when it has none (nothing to learn)."""
-    from egohorizon.metrics.caption_format import gold_actions, render_caption_lines
+    clipped to ``[start, end]`` and relative to ``start``, then the gold scene line when the events
+    carry their place; None when it has no action (nothing to learn)."""
+    from egohorizon.metrics.caption_format import gold_actions, gold_scene, render_caption_lines
 
     actions = gold_actions(events, start, end)
-    return render_caption_lines(actions) if actions else None
+    return render_caption_lines(actions, gold_scene(events, start, end)) if actions else None
 
 
 def pick_frames(count: int, frames_per_window: int | None, rng=None) -> list[int]:
@@ -113,7 +134,8 @@ def caption_sample(
         middle = sorted(chosen, key=lambda i: abs(i - chosen[len(chosen) // 2]))
         crop = next((crops[i] for i in middle if i < len(crops) and crops[i] is not None), None)
     text = render_caption_prompt([infos[i]["t"] - start for i in chosen], window_meta.get("transcript", ""),
-                                 window_s=end - start, with_crop=crop is not None, prompt=prompt)
+                                 window_s=end - start, with_crop=crop is not None, prompt=prompt,
+                                 screen_text=window_meta.get("screen_text") or ())
     return {"text": text, "images": images + ([crop] if crop is not None else []),
             "target": render_caption_answer(window_meta.get("events", []), start, end),
             "key": window_meta["key"]}

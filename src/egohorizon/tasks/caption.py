@@ -29,13 +29,15 @@ def _key(text: str) -> str:
 
 def flat_metrics(report: Mapping[str, Any], split: str, prefix: str) -> dict[str, float]:
     """``{split}/{prefix}_f1`` (micro), ``_precision``, ``_recall``, ``_f1_macro``, ``_soft_edit``,
-    ``_invalid_rate``, ``_dropped``, ``_n``; per source (``..._f1_<source>``, ``..._soft_edit_<source>``)
-    when the report holds more than one."""
+    ``_invalid_rate``, ``_dropped``, ``_n``; ``_scene_accuracy`` when some window has a gold scene; per
+    source (``..._f1_<source>``, ``..._soft_edit_<source>``) when the report holds more than one."""
     overall = report["overall"]
     out = {f"{split}/{prefix}_{name}": float(overall[name] or 0.0) for name in FIGURES}
     out[f"{split}/{prefix}_invalid_rate"] = overall["invalid"] / overall["n"] if overall["n"] else 0.0
     out[f"{split}/{prefix}_dropped"] = float(overall["dropped"])
     out[f"{split}/{prefix}_n"] = float(overall["n"])
+    if overall.get("scene_accuracy") is not None:
+        out[f"{split}/{prefix}_scene_accuracy"] = float(overall["scene_accuracy"])
     if len(report["per_source"]) > 1:
         for source, row in report["per_source"].items():
             for name in ("f1", "soft_edit"):
@@ -91,12 +93,14 @@ class CaptionTask(Task):
         iou_threshold: float = 0.5,
         judge_threshold: float = 0.75,
         most_frequent_action: str | None = None,
+        most_frequent_scene: str | None = None,
         prefix: str = "caption",
     ) -> Evaluation:
         """``judge``: a ``metrics.judges`` judge or ``exact`` | ``embedding`` (with ``embedder`` and
         ``judge_threshold``); ``embedder``: for the soft edit score, an embedder or its name;
         ``most_frequent_action``: the training days' most frequent action (the baseline; None leaves
-        that baseline without predictions)."""
+        that baseline without predictions); ``most_frequent_scene``: the training days' most frequent
+        gold scene (that baseline's scene line)."""
         from egohorizon.metrics import captions
 
         embedder = _named_embedder(embedder) if isinstance(embedder, str) else embedder
@@ -106,10 +110,11 @@ class CaptionTask(Task):
         baselines = {
             "repeat_previous": captions.score_captions(items, captions.repeat_previous(items), **options),
             "most_frequent": captions.score_captions(
-                items, captions.most_frequent(items, most_frequent_action), **options
+                items, captions.most_frequent(items, most_frequent_action, most_frequent_scene), **options
             ),
         }
         baselines["most_frequent"]["action"] = most_frequent_action
+        baselines["most_frequent"]["scene"] = most_frequent_scene
         metrics = flat_metrics(report, split, prefix)
         for name, baseline in baselines.items():
             metrics.update(flat_metrics(baseline, split, f"{name}_{prefix}"))
@@ -184,10 +189,13 @@ class CaptionTask(Task):
                 "model_f1_macro": row["f1_macro"],
                 "model_invalid_rate": row["invalid"] / row["n"] if row["n"] else 0.0,
                 "model_dropped": row["dropped"],
+                "scene_n": row.get("scene_n", 0),
+                "model_scene_accuracy": row.get("scene_accuracy"),
             }
             for name in BASELINES:
                 out[f"{name}_f1"] = base[name].get("f1")
                 out[f"{name}_soft_edit"] = base[name].get("soft_edit")
+                out[f"{name}_scene_accuracy"] = base[name].get("scene_accuracy")
             rows.append(out)
         return rows
 
@@ -219,11 +227,19 @@ class CaptionTask(Task):
                 f"{num(r['repeat_previous_f1'])} {num(r['repeat_previous_soft_edit'])}      "
                 f"{num(r['most_frequent_f1'])} {num(r['most_frequent_soft_edit'])}"
             )
+        scened = [r for r in rows if r.get("scene_n")]
+        if scened:
+            lines.append("scene accuracy (windows with a gold scene; same judge): "
+                         + "; ".join(f"{r['source']} n={r['scene_n']} trained model "
+                                     f"{num(r['model_scene_accuracy'])}, repeat previous "
+                                     f"{num(r['repeat_previous_scene_accuracy'])}, most frequent "
+                                     f"{num(r['most_frequent_scene_accuracy'])}" for r in scened))
         return "\n".join(lines + objective_line(objective))
 
     # -- egohorizon compare --------------------------------------------------------------------
     compare_groups = ("source",)
-    compare_metrics = ("f1", "soft_edit", "precision", "recall", "f1_macro", "invalid", "dropped")
+    compare_metrics = ("f1", "soft_edit", "precision", "recall", "f1_macro", "invalid", "dropped",
+                       "scene_accuracy")
     plot_metrics = ("f1", "soft_edit")
     compare_guide = (
         "Every checkpoint captioned the same held-out 30 s windows. F1 (micro) matches predicted and gold "
