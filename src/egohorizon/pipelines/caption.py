@@ -341,6 +341,14 @@ def failure_check(report: RunReport, max_failures: float, final: bool) -> None:
             "to continue (model failures are retried; --retry-failed retries every failed window).")
 
 
+def uses_screen_text(prompt: str) -> bool:
+    """Whether the prompt (a bundled name or a .txt path) has the on-screen text line (caption v3 on):
+    then shards built before on-screen text was read are refused, not captioned as text-less."""
+    from egohorizon.prompts import load_prompt
+
+    return "{screen_text}" in load_prompt(prompt).template
+
+
 class CaptionJob:
     def __init__(self, shards_dir: str | Path, out_dir: str | Path, runner, settings: CaptionSettings,
                  provenance: dict[str, Any], *, shard_slice: tuple[int, int] | None = None,
@@ -356,6 +364,8 @@ class CaptionJob:
         from egohorizon.data.shards.index import ShardIndex
 
         index = ShardIndex.load(self.shards_dir)
+        if uses_screen_text(self.settings.prompt):
+            index.require_screen_text()  # else every window would read "Text on screen: none"
         entries = slice_entries(index.shards, self.shard_slice)
         log_path = results_file(self.out_dir, self.shard_slice)
         with ResultsLog(log_path) as results:
