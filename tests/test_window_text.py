@@ -199,3 +199,11 @@ def test_scene_accuracy_with_the_same_judge_and_baselines():
     # repeat previous: w1 <- kitchen (right), w2 <- kitchen (wrong); w0 has no previous window
     assert evaluation.baselines["repeat_previous"]["overall"]["scene_correct"] == 1
     assert evaluation.baselines["most_frequent"]["overall"]["scene_accuracy"] == pytest.approx(2 / 3)
+
+
+def test_caption_job_refuses_text_less_shards_only_for_a_prompt_that_reads_them(tmp_path):
+    from egohorizon.pipelines.caption import uses_screen_text
+
+    older = tmp_path / "caption_v2.txt"
+    older.write_text("# version: 2\nSpeech heard in the window: {transcript}\n", encoding="utf-8")
+    assert uses_screen_text("caption") and not uses_screen_text(str(older))
