@@ -78,6 +78,9 @@ def http_ratio(shards: Path, out: Path, args, lead: int) -> dict:
             "windows": report.attempted, "wall_s": round(report.wall_s, 3), "achieved_per_s": round(achieved, 3),
             "maximum_per_s": round(maximum, 3), "ratio": round(achieved / maximum, 4),
             "server_max_in_flight": stats["max_in_flight"], "images_sent": stats["images"],
+            # The server's own pace: its slots were held this long per request (latency + oversleeping
+            # on a busy machine), so concurrency / this is the most it could serve in this run.
+            "server_slot_s_per_request": round(stats["slot_s"] / max(1, stats["ok"]), 4),
             "failed": report.counts.get("failed", 0)}
 
 
@@ -174,7 +177,8 @@ def main() -> int:
         if run:
             print(f"server: {run['windows']} windows in {run['wall_s']:.2f} s = {run['achieved_per_s']:.2f}/s; "
                   f"maximum {args.concurrency}/{args.latency:g} s = {run['maximum_per_s']:.2f}/s; client in flight "
-                  f"{run['client_in_flight']}; achieved/maximum = {run['ratio']:.3f} (target >= 0.90)")
+                  f"{run['client_in_flight']}; achieved/maximum = {run['ratio']:.3f} (target >= 0.90); the server "
+                  f"held each request {run['server_slot_s_per_request']:.3f} s")
     if local:
         print(f"local:  {local['windows']} windows in {local['batches']} batches; model generation "
               f"{local['generation_s']:.2f} s, job wall {local['job_wall_s']:.2f} s; job/generation = "

@@ -72,7 +72,10 @@ class State:
         self.slots = threading.BoundedSemaphore(args.concurrency)
         self.lock = threading.Lock()
         self.stats = {"requests": 0, "ok": 0, "bad_requests": 0, "injected_failures": 0, "garbage": 0,
-                      "images": 0, "in_flight": 0, "max_in_flight": 0, "first_s": None, "last_s": None}
+                      "images": 0, "in_flight": 0, "max_in_flight": 0, "first_s": None, "last_s": None,
+                      # seconds requests actually held a slot: above latency x ok when this machine is too
+                      # busy to wake the server's threads on time (its own shortfall, not the client's)
+                      "slot_s": 0.0}
         self.done = threading.Event()
 
     def count(self, **changes) -> None:
@@ -124,7 +127,7 @@ def make_handler(state: State):
                 with state.lock:
                     state.stats["first_s"] = state.stats["first_s"] or now
                 time.sleep(args.latency)
-                state.count(in_flight=-1)
+                state.count(in_flight=-1, slot_s=time.time() - now)
             with state.lock:
                 state.stats["last_s"] = time.time()
             if args.fail_pattern and re.search(args.fail_pattern, text):
