@@ -7,8 +7,10 @@ may only write an answer that some training window has as its target, token by t
 those answers, so beam search picks the training answer the model finds most likely for the window
 instead of stitching words of several phrases together (issue 11: the tiny captioner wrote mixtures
 such as "type code for signal filtering in Stardew Valley", which no judge can match). The set comes
-from the training days only (the datamodule's ``training_answers``). Parsing and scoring the captions
-belong to the caption task.
+from the training days only (the datamodule's ``training_answers``) and is saved beside every adapter
+(``answer_set.json``, ``egohorizon.llm.answer_set``: versioned, with the training-window count and a
+digest), where the offline ``egohorizon caption --model ADAPTER`` job reads it and decodes through the
+same trie. Parsing and scoring the captions belong to the caption task.
 """
 
 from __future__ import annotations

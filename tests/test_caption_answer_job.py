@@ -74,6 +74,45 @@ def test_the_trie_allows_only_continuations_after_the_prompt():
     assert fn(0, Ids([9, 9])) == [5] and fn(0, Ids([9, 9, 5])) == [6, 7] and fn(0, Ids([9, 9, 5, 6, 0])) == [0]
 
 
+def fake_adapter(folder: Path, generation: dict) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{}")
+    (folder / "egohorizon_adapter.json").write_text(json.dumps({"model_id": "m", "generation": generation}))
+    return folder
+
+
+def test_answer_set_command_refuses_what_it_must_not_write(tmp_path, capsys):
+    from egohorizon.cli import main
+
+    free = fake_adapter(tmp_path / "free.adapter", {"answer_set": None})
+    assert main(["caption", "answer-set", str(free)]) == 2
+    assert "not trained with model.generation.answer_set=train" in capsys.readouterr().err
+    closed = fake_adapter(tmp_path / "closed.adapter", {"answer_set": "train"})
+    write_answer_set(closed, AnswerSet.of(ANSWERS, 3))
+    assert main(["caption", "answer-set", str(closed)]) == 2  # an existing file is kept without --force
+    assert "exists (3 answers); pass --force" in capsys.readouterr().err
+    assert main(["caption", "answer-set", str(closed), "--force"]) == 2  # --force needs the run's config
+    assert "no config.yaml" in capsys.readouterr().err
+
+
+def test_the_job_setup_applies_the_set_only_when_the_adapter_was_scored_with_it(tmp_path):
+    from egohorizon.pipelines.caption_setup import ModelChoice, beam_width, use_answer_set
+
+    closed = fake_adapter(tmp_path / "closed.adapter", {"answer_set": "train", "strategy": "beam", "num_beams": 3})
+    choice = ModelChoice(model=str(closed), adapter=closed,
+                         adapter_meta={"generation": {"answer_set": "train", "strategy": "beam", "num_beams": 3}})
+    with pytest.raises(ConfigError, match="caption answer-set"):
+        use_answer_set(choice, None)  # scored with a set that is not there
+    assert use_answer_set(choice, False) is None
+    write_answer_set(closed, AnswerSet.of(ANSWERS, 3))
+    assert use_answer_set(choice, None).answers == tuple(ANSWERS)
+    assert beam_width(choice, None, 0.0) == 3 and beam_width(choice, 1, 0.0) == 1 and beam_width(choice, None, 0.7) == 1
+    free = ModelChoice(model="m", adapter=closed, adapter_meta={"generation": {"answer_set": None}})
+    assert use_answer_set(free, None) is None and beam_width(free, None, 0.0) == 1
+    with pytest.raises(ConfigError, match="only a trained adapter"):
+        use_answer_set(ModelChoice(model="m", base_url="http://x"), True)
+
+
 # ------------------------------------------------------------------------------------------------
 # The job decodes as the eval path does (tiny model, the real Aria sample windows)
 # ------------------------------------------------------------------------------------------------
