@@ -1,7 +1,8 @@
 """The QA results table of docs/qa.md §6 from finished runs: per task and level on the test days, the
 baselines of the first run's report (chance, majority position, answer prior), each run's chosen
-validation epoch, and paired bootstrap differences (resampled within task type) between runs and
-against the answer prior.
+validation epoch, each run's Avg less chance with its bootstrap interval, and paired bootstrap
+differences (resampled within task type) between runs and against the majority position and the answer
+prior.
 
     python scripts/qa_table.py --items data/demo_qa/qa.jsonl uniform=outputs/RUN1 retrieval=outputs/RUN2
 """
@@ -83,7 +84,11 @@ def main() -> None:
         acc = " | ".join(f"{sum(sum(v) for v in h.values()) / len(scored):.3f}" for h in hits.values())
         print(f"| **Acc** | | {len(scored)} | 0.25 | {acc} |")
         labels = list(runs)
-        pairs = [(a, "answer prior") for a in labels] + [(labels[k], labels[0]) for k in range(1, len(labels))]
+        for a in labels:  # against chance: the run's Avg resampled alone, less 1/4
+            point, low, high = _bootstrap(scored, columns[a], {})
+            print(f"{split}: {a} - chance: {point - 0.25:+.3f} [95% {low - 0.25:+.3f}, {high - 0.25:+.3f}]")
+        pairs = ([(a, "majority") for a in labels] + [(a, "answer prior") for a in labels]
+                 + [(labels[k], labels[0]) for k in range(1, len(labels))])
         for a, b in pairs:
             point, low, high = _bootstrap(scored, columns[a], columns[b])
             print(f"{split}: {a} - {b}: {point:+.3f} [95% {low:+.3f}, {high:+.3f}]")
