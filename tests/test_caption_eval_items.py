@@ -82,6 +82,6 @@ def test_eval_items_are_the_split_windows_with_gold_actions(data):
 
 def test_eval_options_give_the_training_days_most_frequent_action(data):
     # the training windows' gold actions: "type code" 4 times (3 on day 1, 1 on day 2), "run the tests"
-    # twice; the val day's actions never count
-    assert data.eval_options("val") == {"most_frequent_action": "type code"}
+    # twice; the val day's actions never count; these events say no place, so there is no gold scene
+    assert data.eval_options("val") == {"most_frequent_action": "type code", "most_frequent_scene": None}
     assert data.eval_options("test") == data.eval_options("val")
