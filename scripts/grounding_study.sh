@@ -6,7 +6,8 @@
 #   bash scripts/grounding_study.sh demo [OUT]   # demo cue world, L1 + L2, K = 1: text vs +frames (~1 h on 2 busy CPU cores)
 #   bash scripts/grounding_study.sh epic [OUT]   # EPIC-KITCHENS conversion (data/epic), L1, K = 1: text vs +memory (~15 min)
 #
-# VARIANTS="text frames memory both" adds the memory variants to the demo study (each as long again).
+# VARIANTS="text frames memory both" adds the memory variants to the demo study (each as long again);
+# GROUNDING_OVERRIDES="seed=1" adds Hydra overrides to every variant (e.g. another seed, into another OUT).
 # A variant whose OUT/<variant>/metrics.json exists is not trained again. The table is OUT/study/
 # sweep_grounding.{md,csv,json,png}. docs/grounding.md has the measured tables and what each setting is.
 set -euo pipefail
@@ -34,18 +35,21 @@ esac
 variant_overrides() {  # the settings that make each variant
   case "$1" in
     text)   echo "data.frames=0 data.gaze_crop=false model.lora_vision=false" ;;
-    frames) echo "" ;;
+    # the whole toy vision tower trained, as caption_demo (chosen on validation over LoRA on it, docs/grounding.md)
+    frames) echo "model.lora_vision=false model.lora.modules_to_save=[embed_tokens,lm_head,visual]" ;;
     memory) echo "data.frames=0 data.gaze_crop=false model.lora_vision=false data.memory=true" ;;
     both)   echo "data.memory=true" ;;
     *) echo "grounding_study.sh: unknown variant $1" >&2; exit 2 ;;
   esac
 }
 
+set -f  # the variants' overrides hold [lists]: no globbing of them
+read -r -a EXTRA <<<"${GROUNDING_OVERRIDES:-}"
 runs=()
 for variant in $VARIANTS; do
   if [ ! -f "$OUT/$variant/metrics.json" ]; then
     # shellcheck disable=SC2046  # the variant's overrides are separate words
-    "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") logger=csv trainer.enable_progress_bar=false \
+    "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") ${EXTRA[@]+"${EXTRA[@]}"} logger=csv trainer.enable_progress_bar=false \
       "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant" >"$OUT/$variant.log" 2>&1
   fi
   runs+=("sweep.runs.$variant=$OUT/$variant")
