@@ -18,7 +18,8 @@ a small model learns what a right answer looks like from the text far sooner tha
 at it; docs/qa.md section 6).
 
 Items come from ``items`` (JSONL of ``schema.QAItem`` with ``meta.t_question`` and ``meta.split``) or,
-when unset, from ``egohorizon qa generate`` on the demo world (``demo_items``); shards from ``shards``
+when unset, from ``egohorizon qa generate`` on the demo world (``demo_items``; ``demo_train_per_day``:
+its ``--train-per-day``); shards from ``shards``
 or, when unset, the demo world's (``demo_shards_dir``, every ``demo_window_stride``-th window, built on
 first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``options``.
 """
@@ -84,6 +85,7 @@ class QADataModule(TaskDataModule):
         demo_items: str | None = None,
         demo_shards_dir: str | None = None,
         demo_window_stride: int = 60,
+        demo_train_per_day: int = 0,
         long_side: int = 112,
         crop_size: int = 32,
         frame_budget: int = 8,
@@ -110,6 +112,7 @@ class QADataModule(TaskDataModule):
         self.items_path, self.shards, self.events_path = items, shards, events
         self.demo_dir, self.demo_items, self.demo_shards_dir = demo_dir, demo_items, demo_shards_dir
         self.demo_window_stride, self.long_side, self.crop_size = demo_window_stride, long_side, crop_size
+        self.demo_train_per_day = demo_train_per_day
         self.frame_budget, self.sampling, self.frames_per_window = frame_budget, sampling, frames_per_window
         self.notes, self.memory_levels = notes, list(memory_levels or [1, 2, 3, 4, 5])
         self.embedder = embedder
@@ -144,7 +147,7 @@ class QADataModule(TaskDataModule):
 
             world = self._demo_world()
             split = make_day_split(world.events, seed=self.seed)
-            items, report = generate_items(world, split, seed=self.seed)
+            items, report = generate_items(world, split, seed=self.seed, train_per_day=self.demo_train_per_day)
             check_qa_items(items, split)
             write_jsonl(path, items)
             split.save(path.with_name(f"{path.stem}.splits.json"))

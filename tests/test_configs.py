@@ -51,6 +51,7 @@ TESTED_ELSEWHERE = {
     "abstract_demo": "test_abstract_train.py",
     "hands_demo": "test_hands_task.py",
     "qa_demo": "test_qa_configs.py",
+    "qa_demo_x4": "test_qa_configs.py",
 }
 
 

@@ -32,3 +32,16 @@ def test_qa_demo_composes_and_instantiates(tmp_path):
     assert datamodule.target == "option" and model.generation["strategy"] == "options"
     assert model.generation["option_score"] == "mean"
     assert model.prompt.name == "qa_option" and datamodule.prompt_name == "qa_option"
+
+
+def test_qa_demo_x4_is_qa_demo_with_the_settings_chosen_on_validation(tmp_path):
+    """More training items (val/test the same as qa_demo's), no frames, calibrated option scoring."""
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=qa_demo_x4", f"paths.run_dir={tmp_path}", "logger=csv",
+                                          "backbone.hidden_size=32", "backbone.num_heads=2", "backbone.num_kv_heads=1"])
+    datamodule = instantiate(cfg.data, _convert_="all")
+    model = build_model(cfg, instantiate(cfg.backbone, _convert_="all"))
+    assert datamodule.demo_train_per_day == 4 and datamodule.frame_budget == 0
+    assert datamodule.demo_items.endswith("data/demo_qa_x4/qa.jsonl") and datamodule.sampling == "uniform"
+    assert datamodule.target == "option" and model.generation["strategy"] == "options"
+    assert model.generation["option_score"] == "calibrated" and cfg.eval_task == "qa"
