@@ -193,4 +193,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from egohorizon.errors import DataError
+
+    try:
+        sys.exit(main())
+    except DataError as error:  # a bad or missing shard folder: the message names it, no traceback
+        sys.exit(f"bench_caption: {error}")
