@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from egohorizon.cli import main
+from egohorizon.prompts import load_prompt
 from egohorizon.schema import Event, read_jsonl
 
 pytest.importorskip("projectaria_tools")
@@ -184,8 +185,9 @@ def test_caption_subcommands_parse_with_and_without_run():
 # The job against a loopback OpenAI-compatible server
 # ------------------------------------------------------------------------------------------------
 
-HTTP_PROVENANCE = {"model": "loopback-vlm", "adapter": None, "prompt": {"name": "caption", "version": "2"},
-                   "seed": 0}
+# the bundled caption prompt's own version (3 since the on-screen text line)
+BUNDLED_PROMPT = {"name": "caption", "version": load_prompt("caption").version}
+HTTP_PROVENANCE = {"model": "loopback-vlm", "adapter": None, "prompt": BUNDLED_PROMPT, "seed": 0}
 
 
 def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, capsys):
@@ -211,7 +213,7 @@ def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, ca
             window = results[event.meta["window"]]
             assert window["start"] <= event.start < event.end <= window["end"] + 1e-6
         scenes = lines(out / "scenes.jsonl")
-        assert len(scenes) == 3 and all(s["meta"]["prompt"] == {"name": "caption", "version": "2"} for s in scenes)
+        assert len(scenes) == 3 and all(s["meta"]["prompt"] == BUNDLED_PROMPT for s in scenes)
         report = printed_report(capsys)
         assert report["counts"] == {"ok": 3, "skipped": 3} and report["failed_windows"] == []
 
