@@ -75,9 +75,12 @@ def test_the_run_trains_on_images_and_ranks_checkpoints_by_caption_f1(trained):
     assert report["task"] == "caption" and set(report["baselines"]) == {"repeat_previous", "most_frequent"}
     assert report["baselines"]["most_frequent"]["action"] and report["per_activity"]
     rows = [json.loads(line) for line in (tmp / "run" / "predictions" / "test.jsonl").read_text().splitlines()]
-    assert rows and all(r["prompt"] == "caption" and r["prompt_version"] == "2" for r in rows)
+    from egohorizon.prompts import load_prompt
+
+    version = load_prompt("caption").version  # the bundled prompt's (3: the on-screen text line)
+    assert rows and all(r["prompt"] == "caption" and r["prompt_version"] == version for r in rows)
     adapter = tmp / "run" / "checkpoints" / "last.adapter"
-    assert (adapter / "caption.txt").read_text().startswith("# version: 2")
+    assert (adapter / "caption.txt").read_text().startswith(f"# version: {version}\n")
     assert json.loads((adapter / "adapter_config.json").read_text())["target_modules"]
 
 
