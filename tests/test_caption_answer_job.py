@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+from toy_captioner import train_toy_captioner
 
 from egohorizon.errors import ConfigError
 from egohorizon.llm.answer_set import (
@@ -139,36 +140,13 @@ def decoded_windows(folder: Path) -> list:
 def trained_module(windows: list, folder: Path):
     """The tiny captioner (LoRA on language and vision) trained for seconds to give each window another
     answer of the set, with beam search within the set as caption_demo decodes."""
-    import functools
-
-    import torch
-
     from datamodules.caption import CaptionSamples
-    from egohorizon.backbones import TinyBackbone
-    from egohorizon.backbones.collate import VisionTextCollator
-    from models.caption import CaptionModule
 
     render = CaptionSamples(frames_per_window=2)
     samples = [{**render(w), "target": ANSWERS[i % len(ANSWERS)]} for i, w in enumerate(windows)]
-    backbone = TinyBackbone(vocab_size=400, cache_dir=str(folder / "cache"), max_pixels=64 * 64, hidden_size=32,
-                            intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1)
-    backbone.prepare(corpus=lambda: [s["text"] for s in samples] + ANSWERS * 5)
-    torch.manual_seed(0)
-    module = CaptionModule(backbone, functools.partial(torch.optim.AdamW, lr=1e-2), lora_vision=True,
-                           lora={"r": 8, "lora_alpha": 16, "lora_dropout": 0.0,
-                                 "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                                    "down_proj"],
-                                 "exclude_modules": ".*visual.*", "modules_to_save": ["embed_tokens", "lm_head"]},
-                           generation={"answer_set": "train", "num_beams": 3, "max_new_tokens": 60})
-    module.configure_model()
-    module.adapter_metadata = {"data": {"frames_per_window": 2, "crops": True}}
-    module.set_answers(AnswerSet.of(ANSWERS, len(windows)))
-    batch = VisionTextCollator(backbone.load_processor())(samples)
-    optimizer = module.configure_optimizers()
-    for _ in range(15):
-        optimizer.zero_grad()
-        module(**batch).loss.backward()
-        optimizer.step()
+    module, backbone = train_toy_captioner(
+        samples, folder, ANSWERS * 5, steps=15, generation={"answer_set": "train", "num_beams": 3, "max_new_tokens": 60},
+        adapter_metadata={"data": {"frames_per_window": 2, "crops": True}}, answers=AnswerSet.of(ANSWERS, len(windows)))
     module.eval()
     return module, backbone
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from toy_captioner import train_toy_captioner
 
 from egohorizon.cli import main
 from egohorizon.prompts import load_prompt
@@ -369,17 +370,11 @@ TARGET = json.dumps({"start": 0, "end": 30, "action": ACTION})
 def train_tiny_adapter(shards: Path, folder: Path) -> Path:
     """The tiny Qwen2.5-VL captioner with LoRA on language and vision, trained for seconds on the Aria
     windows (their prompts, rendered by caption_sample, -> one timed action) and saved as train.py does."""
-    import functools
-
-    import torch
     from webdataset.tariterators import group_by_keys, tar_file_expander, url_opener
 
-    from egohorizon.backbones import TinyBackbone
-    from egohorizon.backbones.collate import VisionTextCollator
     from egohorizon.data.shards.encode import decode_window
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.prompts.caption import caption_sample
-    from models.caption import CaptionModule
 
     samples = []
     for url in ShardIndex.load(shards).urls():
@@ -387,24 +382,8 @@ def train_tiny_adapter(shards: Path, folder: Path) -> Path:
             window = decode_window(raw)
             if window.frames:
                 samples.append({**caption_sample(window.meta, window.frames, window.crops, 2), "target": TARGET})
-    backbone = TinyBackbone(vocab_size=400, cache_dir=str(folder / "cache"), max_pixels=64 * 64, hidden_size=32,
-                            intermediate_size=64, num_layers=2, num_heads=2, num_kv_heads=1)
-    backbone.prepare(corpus=lambda: [s["text"] for s in samples] + [TARGET] * 5)
-    torch.manual_seed(0)
-    module = CaptionModule(backbone, functools.partial(torch.optim.AdamW, lr=1e-2), lora_vision=True,
-                           lora={"r": 8, "lora_alpha": 16, "lora_dropout": 0.0,
-                                 "target_modules": ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj",
-                                                    "down_proj"],
-                                 "exclude_modules": ".*visual.*", "modules_to_save": ["embed_tokens", "lm_head"]},
-                           generation={"max_new_tokens": 40})
-    module.configure_model()
-    module.adapter_metadata = {"data": {"frames_per_window": 2}}
-    batch = VisionTextCollator(backbone.load_processor())(samples)
-    optimizer = module.configure_optimizers()
-    for _ in range(60):
-        optimizer.zero_grad()
-        module(**batch).loss.backward()
-        optimizer.step()
+    module, _ = train_toy_captioner(samples, folder, [TARGET] * 5, steps=60, generation={"max_new_tokens": 40},
+                                    adapter_metadata={"data": {"frames_per_window": 2}})
     return module.save_adapter(folder / "caption.adapter")
 
 

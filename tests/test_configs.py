@@ -10,6 +10,7 @@ import pytest
 import torch
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
+from toy_backbone import TOY_BACKBONE
 
 from egohorizon.run import build_callbacks, build_loggers, build_model
 
@@ -18,14 +19,6 @@ CONF = REPO_ROOT / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))
 FORECAST_EXPERIMENTS = [e for e in EXPERIMENTS if e.startswith("forecast_")]
 CAPTION_EXPERIMENTS = [e for e in EXPERIMENTS if e.startswith("caption_")]
-TOY = [
-    "backbone.hidden_size=32",
-    "backbone.intermediate_size=64",
-    "backbone.num_layers=1",
-    "backbone.num_heads=2",
-    "backbone.num_kv_heads=1",
-    "backbone.vocab_size=300",
-]
 
 
 def _compose(name: str, overrides: list[str]):
@@ -70,7 +63,7 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
             f"experiment={experiment}",
             f"paths.run_dir={tmp_path}",
             "logger=csv",
-            *TOY,
+            *TOY_BACKBONE,
             "data=forecast_events",
             f"data.events={tmp_path}/events.jsonl",
         ],
@@ -90,7 +83,7 @@ def test_every_experiment_composes_and_instantiates(experiment, tmp_path):
 
 @pytest.mark.parametrize("experiment", CAPTION_EXPERIMENTS)
 def test_every_caption_experiment_composes_and_instantiates(experiment, tmp_path):
-    cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY])
+    cfg = _compose("train", [f"experiment={experiment}", f"paths.run_dir={tmp_path}", "logger=csv", *TOY_BACKBONE])
     datamodule, backbone, model, callbacks, _trainer = _instantiate_all(cfg, tmp_path)
     assert type(datamodule).__name__ == "CaptionDataModule" and type(model).__name__ == "CaptionModule"
     # the captioner trains its vision path: LoRA on the tower, or the whole (random toy) tower saved

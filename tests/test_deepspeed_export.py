@@ -17,6 +17,7 @@ import socket
 from pathlib import Path
 
 import pytest
+from toy_backbone import TOY_BACKBONE
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("deepspeed")
@@ -25,16 +26,14 @@ pytest.importorskip("peft")
 WORLD_SIZE = 2
 STEPS = 3
 CORPUS = [f"at 0{h}:00 wash the dishes, then make coffee number {h}" for h in range(10)] * 3
-TOY_BACKBONE = ["backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
-                "backbone.num_heads=2", "backbone.num_kv_heads=1", "backbone.vocab_size=300",
-                "backbone.max_position_embeddings=256"]
+DEEPSPEED_BACKBONE = [*TOY_BACKBONE, "backbone.max_position_embeddings=256"]
 
 
 def write_run_config(repo_root: Path, run_dir: Path, cache: Path) -> None:
     from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    overrides = ["experiment=forecast_l3", *TOY_BACKBONE, f"backbone.cache_dir={cache}", f"paths.run_dir={run_dir}",
+    overrides = ["experiment=forecast_l3", *DEEPSPEED_BACKBONE, f"backbone.cache_dir={cache}", f"paths.run_dir={run_dir}",
                  "model.optimizer.lr=5e-2"]
     with initialize_config_dir(config_dir=str(repo_root / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=overrides)

@@ -13,19 +13,11 @@ import pytest
 import torch
 from forecast_toy_world import write_toy_events
 from hydra import compose, initialize_config_dir
+from toy_backbone import TOY_BACKBONE
 
 from egohorizon.run import evaluate, resolve_ckpt_path, train
 from egohorizon.run_eval import evaluate_run, resolve_adapter
 from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
-
-TOY_BACKBONE = [
-    "backbone.hidden_size=32",
-    "backbone.intermediate_size=64",
-    "backbone.num_layers=1",
-    "backbone.num_heads=2",
-    "backbone.num_kv_heads=1",
-    "backbone.vocab_size=300",
-]
 
 
 def toy_overrides(events, tmp_path, run_name: str) -> list[str]:
