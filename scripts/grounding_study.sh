@@ -7,7 +7,8 @@
 #   bash scripts/grounding_study.sh epic [OUT]   # EPIC-KITCHENS conversion (data/epic), L1, K = 1: text vs +memory (~15 min)
 #
 # VARIANTS="text frames memory both" adds the memory variants to the demo study (each as long again);
-# GROUNDING_OVERRIDES="seed=1" adds Hydra overrides to every variant (e.g. another seed, into another OUT).
+# GROUNDING_OVERRIDES="seed=1" adds Hydra overrides to every variant (e.g. another seed, into another OUT);
+# CUE_RATIO=3 sets the demo study's matched uncued training points per cue-driven one (default 1).
 # A variant whose OUT/<variant>/metrics.json exists is not trained again. The table is OUT/study/
 # sweep_grounding.{md,csv,json,png}. docs/grounding.md has the measured tables and what each setting is.
 set -euo pipefail
@@ -23,7 +24,7 @@ case "$WORLD" in
          # the same kind of context (data.cue_matched_uncued, conf/data/forecast_visual.yaml, docs/grounding.md)
     VARIANTS=${VARIANTS:-text frames}
     COMMON=(experiment=forecast_l3_visual "data.levels=[1,2]" "data.ks=[1]" data.max_train_points=100
-            data.max_eval_points=30 data.cue_matched_uncued=1 trainer.max_epochs=4 trainer.check_val_every_n_epoch=2) ;;
+            data.max_eval_points=30 "data.cue_matched_uncued=${CUE_RATIO:-1}" trainer.max_epochs=4 trainer.check_val_every_n_epoch=2) ;;
   epic)  # no frames in EPIC-KITCHENS: memory only
     VARIANTS=${VARIANTS:-text memory}
     COMMON=(experiment=forecast_l3_visual data.events=data/epic/events.jsonl "data.levels=[1]" "data.ks=[1]"
