@@ -1,8 +1,8 @@
 """The QA results table of docs/qa.md §6 from finished runs: per task and level on the test days, the
 baselines of the first run's report (chance, majority position, answer prior), each run's chosen
 validation epoch, each run's Avg less chance with its bootstrap interval, and paired bootstrap
-differences (resampled within task type) between runs and against the majority position and the answer
-prior.
+differences (resampled within task type) between runs (overall and per level) and against the majority
+position and the answer prior.
 
     python scripts/qa_table.py --items data/demo_qa/qa.jsonl uniform=outputs/RUN1 retrieval=outputs/RUN2
 """
@@ -92,6 +92,12 @@ def main() -> None:
         for a, b in pairs:
             point, low, high = _bootstrap(scored, columns[a], columns[b])
             print(f"{split}: {a} - {b}: {point:+.3f} [95% {low:+.3f}, {high:+.3f}]")
+        for a, b in pairs[2 * len(labels):]:  # run vs the first run, per level too (the issue asks per level)
+            for level in sorted({i.level for i in scored}):
+                level_items = [i for i in scored if i.level == level]
+                point, low, high = _bootstrap(level_items, columns[a], columns[b])
+                print(f"{split}: {a} - {b}, level {level} ({len(level_items)} items): "
+                      f"{point:+.3f} [95% {low:+.3f}, {high:+.3f}]")
     for label, run in runs.items():
         epochs = sorted((run / "reports").glob("val_epoch*.json"))
         print(label, "val Avg per epoch:", [round(json.loads(p.read_text())["Avg"], 3) for p in epochs],
