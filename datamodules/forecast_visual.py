@@ -106,8 +106,8 @@ class VisualForecastDataModule(ForecastDataModule):
         is not a cue-able switch (``egohorizon.data.cue_matching``), so that the context alone cannot
         tell whether the switch comes."""
         super().__init__(**kwargs)
-        if cue_matched_uncued < 0:
-            raise ConfigError(f"data.cue_matched_uncued: expected >= 0, got {cue_matched_uncued}")
+        if isinstance(cue_matched_uncued, bool) or not isinstance(cue_matched_uncued, int) or cue_matched_uncued < 0:
+            raise ConfigError(f"data.cue_matched_uncued: expected an integer >= 0, got {cue_matched_uncued!r}")
         if frames < 0 or frame_size < 16 or crop_size < 8 or cue_driven_train_repeat < 1 or memory_tokens < 0:
             raise ConfigError(f"data: expected frames >= 0, frame_size >= 16, crop_size >= 8, "
                               f"cue_driven_train_repeat >= 1, memory_tokens >= 0; got {frames}, {frame_size}, "

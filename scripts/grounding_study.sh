@@ -20,6 +20,10 @@ PY=${PYTHON:-.venv/bin/python}
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 WANDB_MODE=offline TOKENIZERS_PARALLELISM=false
 mkdir -p "$OUT"
 
+case "${CUE_RATIO:-3}" in  # checked here so a typo fails now, not inside the first training run
+  ''|*[!0-9]*) echo "grounding_study.sh: CUE_RATIO must be a whole number >= 0, got '${CUE_RATIO}'" >&2; exit 2 ;;
+esac
+
 case "$WORLD" in
   demo)  # every cue-driven training point joins 100 sampled points per level, each with up to CUE_RATIO uncued
          # points of the same kind of context (data.cue_matched_uncued, conf/data/forecast_visual.yaml); 3, not 1:
@@ -53,10 +57,18 @@ runs=()
 for variant in $VARIANTS; do
   if [ ! -f "$OUT/$variant/metrics.json" ]; then
     # shellcheck disable=SC2046  # the variant's overrides are separate words
-    "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") ${EXTRA[@]+"${EXTRA[@]}"} logger=csv trainer.enable_progress_bar=false \
-      "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant" >"$OUT/$variant.log" 2>&1
+    if ! "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") ${EXTRA[@]+"${EXTRA[@]}"} logger=csv trainer.enable_progress_bar=false \
+      "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant" >"$OUT/$variant.log" 2>&1; then
+      echo "grounding_study.sh: training the $variant variant failed; its log is $OUT/$variant.log:" >&2
+      grep -v -e '^\s*$' -e HYDRA_FULL_ERROR -e '^full_key' "$OUT/$variant.log" | tail -n 2 >&2
+      exit 1
+    fi
   fi
   runs+=("sweep.runs.$variant=$OUT/$variant")
 done
-"$PY" eval.py +sweep=grounding "${runs[@]}" "paths.run_dir=$OUT/study" >"$OUT/study.log" 2>&1
+if ! "$PY" eval.py +sweep=grounding "${runs[@]}" "paths.run_dir=$OUT/study" >"$OUT/study.log" 2>&1; then
+  echo "grounding_study.sh: the study table failed; its log is $OUT/study.log:" >&2
+  grep -v -e '^\s*$' -e HYDRA_FULL_ERROR -e '^full_key' "$OUT/study.log" | tail -n 2 >&2
+  exit 1
+fi
 cat "$OUT/study/sweep_grounding.md"

@@ -68,3 +68,12 @@ def test_the_datamodule_adds_matched_points_to_training_only(tmp_path_factory):
     added_points = [p for p in matched["train"] if p.id in added]
     assert all(not p.meta["cue_driven"] and p.split == "train" for p in added_points)
     assert {context_kind(p) for p in added_points} <= {context_kind(p) for p in cued}
+
+
+@pytest.mark.parametrize("bad", [-1, "abc", 1.5, True])
+def test_the_datamodule_refuses_a_ratio_that_is_not_a_whole_number(bad):
+    from datamodules.forecast_visual import VisualForecastDataModule
+    from egohorizon.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"data\.cue_matched_uncued: expected an integer >= 0"):
+        VisualForecastDataModule(demo_dir="unused", cue_matched_uncued=bad)
