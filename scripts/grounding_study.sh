@@ -51,24 +51,27 @@ variant_overrides() {  # the settings that make each variant
   esac
 }
 
+logged() {  # LOG WHAT COMMAND...: run COMMAND into LOG; on failure name LOG and its error lines, and stop
+  local log=$1 what=$2
+  shift 2
+  if ! "$@" >"$log" 2>&1; then
+    echo "grounding_study.sh: $what failed; its log is $log:" >&2
+    grep -v -e '^\s*$' -e HYDRA_FULL_ERROR -e '^full_key' "$log" | tail -n 2 >&2
+    exit 1
+  fi
+}
+
 set -f  # the variants' overrides hold [lists]: no globbing of them
 read -r -a EXTRA <<<"${GROUNDING_OVERRIDES:-}"
 runs=()
 for variant in $VARIANTS; do
   if [ ! -f "$OUT/$variant/metrics.json" ]; then
     # shellcheck disable=SC2046  # the variant's overrides are separate words
-    if ! "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") ${EXTRA[@]+"${EXTRA[@]}"} logger=csv trainer.enable_progress_bar=false \
-      "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant" >"$OUT/$variant.log" 2>&1; then
-      echo "grounding_study.sh: training the $variant variant failed; its log is $OUT/$variant.log:" >&2
-      grep -v -e '^\s*$' -e HYDRA_FULL_ERROR -e '^full_key' "$OUT/$variant.log" | tail -n 2 >&2
-      exit 1
-    fi
+    logged "$OUT/$variant.log" "training the $variant variant" \
+      "$PY" train.py "${COMMON[@]}" $(variant_overrides "$variant") ${EXTRA[@]+"${EXTRA[@]}"} logger=csv \
+      trainer.enable_progress_bar=false "task_name=grounding_${WORLD}_$variant" "paths.run_dir=$OUT/$variant"
   fi
   runs+=("sweep.runs.$variant=$OUT/$variant")
 done
-if ! "$PY" eval.py +sweep=grounding "${runs[@]}" "paths.run_dir=$OUT/study" >"$OUT/study.log" 2>&1; then
-  echo "grounding_study.sh: the study table failed; its log is $OUT/study.log:" >&2
-  grep -v -e '^\s*$' -e HYDRA_FULL_ERROR -e '^full_key' "$OUT/study.log" | tail -n 2 >&2
-  exit 1
-fi
+logged "$OUT/study.log" "the study table" "$PY" eval.py +sweep=grounding "${runs[@]}" "paths.run_dir=$OUT/study"
 cat "$OUT/study/sweep_grounding.md"

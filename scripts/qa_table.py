@@ -76,8 +76,8 @@ def main() -> None:
             n = len(hits["majority"][task])
             cells = " | ".join(f"{sum(h[task]) / n:.3f}" for h in hits.values())
             print(f"| {task} | {level} | {n} | 0.25 | {cells} |")
-        for level in sorted({i.level for i in scored}):
-            level_items = [i for i in scored if i.level == level]
+        by_level = {level: [i for i in scored if i.level == level] for level in sorted({i.level for i in scored})}
+        for level, level_items in by_level.items():
             cells = " | ".join(f"{_avg(_per_task(level_items, answers)):.3f}" for answers in columns.values())
             print(f"| **level {level} Avg** | | {len(level_items)} | 0.25 | {cells} |")
         print(f"| **Avg** | | {len(scored)} | 0.25 | " + " | ".join(f"{_avg(h):.3f}" for h in hits.values()) + " |")
@@ -87,14 +87,13 @@ def main() -> None:
         for a in labels:  # against chance: the run's Avg resampled alone, less 1/4
             point, low, high = _bootstrap(scored, columns[a], {})
             print(f"{split}: {a} - chance: {point - 0.25:+.3f} [95% {low - 0.25:+.3f}, {high - 0.25:+.3f}]")
-        pairs = ([(a, "majority") for a in labels] + [(a, "answer prior") for a in labels]
-                 + [(labels[k], labels[0]) for k in range(1, len(labels))])
+        run_pairs = [(later, labels[0]) for later in labels[1:]]
+        pairs = [(a, "majority") for a in labels] + [(a, "answer prior") for a in labels] + run_pairs
         for a, b in pairs:
             point, low, high = _bootstrap(scored, columns[a], columns[b])
             print(f"{split}: {a} - {b}: {point:+.3f} [95% {low:+.3f}, {high:+.3f}]")
-        for a, b in pairs[2 * len(labels):]:  # run vs the first run, per level too (the issue asks per level)
-            for level in sorted({i.level for i in scored}):
-                level_items = [i for i in scored if i.level == level]
+        for a, b in run_pairs:  # run vs the first run, per level too (the issue asks per level)
+            for level, level_items in by_level.items():
                 point, low, high = _bootstrap(level_items, columns[a], columns[b])
                 print(f"{split}: {a} - {b}, level {level} ({len(level_items)} items): "
                       f"{point:+.3f} [95% {low:+.3f}, {high:+.3f}]")
