@@ -15,8 +15,9 @@ import random
 from collections import Counter, defaultdict
 from pathlib import Path
 
+from egohorizon.errors import EgohorizonError
 from egohorizon.metrics.qa import answer_prior, prior_answers
-from egohorizon.schema import QAItem, load_jsonl
+from egohorizon.schema import QAItem, RecordError, load_jsonl
 
 
 def _predictions(run: Path, split: str) -> dict[str, str]:
@@ -107,9 +108,14 @@ def _chosen_val(run: Path) -> str:
     """The validation epoch of the chosen checkpoint: the best val Avg, the first among ties (the
     checkpoint callback keeps a new best only when it is strictly better)."""
     reports = sorted((run / "reports").glob("val_epoch*.json"))
+    if not reports:
+        raise FileNotFoundError(f"{run}/reports: no val_epoch*.json; not a finished QA run folder")
     best = max(reports, key=lambda p: (json.loads(p.read_text())["Avg"], -reports.index(p)))
     return best.stem
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except (RecordError, EgohorizonError, OSError, KeyError) as err:  # a bad items file or run folder: say which
+        raise SystemExit(f"qa_table.py: {err}") from None
