@@ -80,12 +80,13 @@ def server():
 
 
 def chain_args(out: Path, url: str) -> list[str]:
-    """Two demo days (three participant-days: one is a day off), every 180th 10 s window, tiny frames."""
+    """Two demo days (three participant-days: one is a day off), every 180th 10 s window, tiny frames; too
+    few days for a val day, which --allow-empty-splits accepts (the report says so)."""
     return ["pipeline", "--demo", "--demo-days", "2", "--out", str(out), "--window", "10", "--stride", "180",
             "--long-side", "64",
             "--crop-size", "32", "--captioner", "loop-vlm", "--captioner-base-url", url, "--abstractor", "loop-llm",
             "--abstractor-base-url", url, "--max-events", "12", "--overlap", "3", "--context", "5",
-            "--val-frac", "0.3", "--test-frac", "0.3", "--abstract-concurrency", "1"]
+            "--val-frac", "0.3", "--test-frac", "0.3", "--abstract-concurrency", "1", "--allow-empty-splits"]
 
 
 def outputs(run: Path) -> dict[str, bytes]:
@@ -119,6 +120,8 @@ def test_the_demo_chain_runs_reports_and_reruns_as_a_no_op(reference, server, ca
     events = load_jsonl(run / "hierarchy" / "events.jsonl", Event)
     assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3, 4, 5}
     assert any(p["n"] for p in stages["points"]["points"])
+    assert stages["points"]["participant_days"]["val"] == 0
+    assert "no val points" in stages["points"]["warnings"][0]  # item 7: said, not silent
     before, counts = outputs(run), dict(server.counts)
     capsys.readouterr()
     assert main(chain_args(run, server.url)) == 0
@@ -205,3 +208,27 @@ def test_chosen_demo_days_only(tmp_path, server, capsys):
     assert main([*args, "--demo-day", "p02/2025-03-06", "--until", "caption"]) == 0
     events = load_jsonl(tmp_path / "one" / "captions" / "events.jsonl", Event)
     assert events and {(e.participant, e.day) for e in events} == {("p02", "2025-03-06")}
+
+
+def test_the_points_stage_refuses_empty_held_out_splits(tmp_path):
+    """Issue 22 item 7: two days (one history day, one test day) leave val without points; the stage
+    refuses with the counts
+    (no marker written, so a rerun with --allow-empty-splits runs it) and with the flag reports it."""
+    from test_points_build import _many_days
+
+    from egohorizon.errors import DataError
+    from egohorizon.pipelines.chain import ChainSettings, run_chain
+    from egohorizon.pipelines.chain_stages import default_stages
+    from egohorizon.schema import write_jsonl
+
+    write_jsonl(tmp_path / "hierarchy" / "events.jsonl", _many_days(n_days=2))
+    points_stage = [s for s in default_stages() if s.name == "points"]
+    settings = ChainSettings(points={"levels": [1], "ks": [1], "n_context": 5})
+    with pytest.raises(DataError, match=r"no val points \(train 1 day\(s\) / \d+ point\(s\), val 0 day\(s\) "
+                                        r"/ 0 point\(s\), test 1 day\(s\) .* needs at least 3 recorded days"):
+        run_chain(tmp_path, settings, stages=points_stage)
+    assert not (tmp_path / "stages" / "points.json").exists()
+    settings.allow_empty_splits = True
+    report = run_chain(tmp_path, settings, stages=points_stage)
+    assert report["stages"]["points"]["participant_days"] == {"train": 1, "val": 0, "test": 1}
+    assert "no val points" in report["stages"]["points"]["warnings"][0]

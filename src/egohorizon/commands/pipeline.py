@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     points.add_argument("--context", type=int, default=50)
     points.add_argument("--val-frac", type=float, default=0.15)
     points.add_argument("--test-frac", type=float, default=0.15)
+    points.add_argument("--allow-empty-splits", action="store_true",
+                        help="finish although a split (val or test of a run with too few days) holds no point; "
+                             "the report says which (default: the points stage refuses)")
     parser.add_argument("--seed", type=int, default=0)
     parser.set_defaults(handler=run_pipeline)
 
@@ -75,7 +78,7 @@ def chain_settings(args: argparse.Namespace):
     return ChainSettings(
         recordings=args.recordings, demo=args.demo, demo_dir=args.demo_dir, demo_days=args.demo_days,
         demo_day_list=args.demo_day_list,
-        participant=args.participant,
+        participant=args.participant, allow_empty_splits=args.allow_empty_splits,
         shards={"window_s": args.window, "long_side": args.long_side, "crop_size": args.crop_size,
                 "stride": args.stride, "min_frames": args.min_frames, "deid": args.deid},
         captioner=captioner, abstractor=abstractor,

@@ -7,6 +7,8 @@ import json
 import logging
 from pathlib import Path
 
+from egohorizon.commands._args import bounded_int, fraction, nonneg_int, out_dir, positive_int, seed
+
 log = logging.getLogger(__name__)
 
 # make_day_split's defaults, repeated here because this module may import only argparse (fast --help).
@@ -22,33 +24,36 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "and points_manifest.json into --out, and prints the counts per split, level and K.")
     parser.add_argument("--events", required=True,
                         help="an events .jsonl file, or a folder searched for events*.jsonl")
-    parser.add_argument("--out", required=True, help="output folder")
-    parser.add_argument("--levels", type=int, nargs="+", default=[1, 2, 3, 4, 5], help="levels (default 1-5)")
-    parser.add_argument("--k", dest="ks", type=int, nargs="+", default=[1, 10],
+    parser.add_argument("--out", required=True, type=out_dir, help="output folder")
+    parser.add_argument("--levels", type=bounded_int(1, 5), nargs="+", default=[1, 2, 3, 4, 5], help="levels (default 1-5)")
+    parser.add_argument("--k", dest="ks", type=positive_int, nargs="+", default=[1, 10],
                         help="numbers of targets per point (default 1 10)")
-    parser.add_argument("--context", type=int, default=50, help="context events per point (default 50)")
+    parser.add_argument("--context", type=positive_int, default=50, help="context events per point (default 50)")
     parser.add_argument("--splits", default=None,
                         help="reuse this splits.json instead of drawing held-out days")
     # Split options default to None so that combining them with --splits can be refused.
-    parser.add_argument("--val-frac", type=float, default=None,
+    parser.add_argument("--val-frac", type=fraction, default=None,
                         help=f"share of days for val (default {SPLIT_DEFAULTS['val_frac']})")
-    parser.add_argument("--test-frac", type=float, default=None,
+    parser.add_argument("--test-frac", type=fraction, default=None,
                         help=f"share of days for test (default {SPLIT_DEFAULTS['test_frac']})")
     parser.add_argument("--strategy", choices=["random", "last"], default=None,
                         help="held-out days drawn spread over the period (random, default) or the final days")
-    parser.add_argument("--min-history-days", type=int, default=None,
+    parser.add_argument("--min-history-days", type=nonneg_int, default=None,
                         help=f"first days of each participant kept in train "
                              f"(default {SPLIT_DEFAULTS['min_history_days']})")
-    parser.add_argument("--max-points", type=int, default=None,
+    parser.add_argument("--max-points", type=positive_int, default=None,
                         help="at most N points per split, level and K (default: all)")
-    parser.add_argument("--seed", type=int, default=0, help="seed for day drawing and point sampling")
+    parser.add_argument("--seed", type=seed, default=0, help="seed for day drawing and point sampling")
     parser.add_argument("--source", default=None, help="source name in point ids (default: the events' source)")
+    parser.add_argument("--allow-empty-splits", action="store_true",
+                        help="write the points although a split (e.g. val or test of a run with too few days) "
+                             "holds none; a warning says which (default: refuse)")
     parser.set_defaults(handler=run_points)
 
 
 def run_points(args: argparse.Namespace) -> int:
     from egohorizon.commands.data import find_event_files
-    from egohorizon.data.points import build_points, count_points
+    from egohorizon.data.points import build_points, check_splits_filled, count_points
     from egohorizon.data.splits import SPLITS, DaySplit, make_day_split
     from egohorizon.errors import ConfigError, DataError
     from egohorizon.schema import Event, load_jsonl, write_jsonl
@@ -57,6 +62,8 @@ def run_points(args: argparse.Namespace) -> int:
     if not files:
         raise DataError(f"{args.events}: no events .jsonl file found (looked for events*.jsonl)")
     events = [event for f in files for event in load_jsonl(f, Event)]
+    if not events:  # nothing to split: every split would be empty
+        raise DataError(f"{', '.join(map(str, files))}: no events; expected JSON Lines of events (SPEC §5)")
     given = {name: getattr(args, name) for name in SPLIT_DEFAULTS if getattr(args, name) is not None}
     if args.splits:
         if given:
@@ -67,6 +74,7 @@ def run_points(args: argparse.Namespace) -> int:
         split = make_day_split(events, seed=args.seed, **{**SPLIT_DEFAULTS, **given})
     points = build_points(events, split, levels=args.levels, ks=args.ks, n_context=args.context,
                           max_points=args.max_points, seed=args.seed, source=args.source)
+    warnings = check_splits_filled(points, split, allow_empty=args.allow_empty_splits)  # before any write
     from egohorizon.data.demo_cues import cues_beside, mark_cue_points
 
     cues = cues_beside(args.events)  # a demo world made with --cue-switches: mark the cue-driven points
@@ -88,6 +96,8 @@ def run_points(args: argparse.Namespace) -> int:
     }
     if cue_driven is not None:
         manifest["cue_driven"] = cue_driven
+    if warnings:
+        manifest["warnings"] = warnings
     (out / "points_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(_table(counts, args.levels, args.ks, split.counts()))
     if cue_driven is not None:

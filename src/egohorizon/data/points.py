@@ -219,6 +219,41 @@ def _make_point(candidate: _Candidate, timeline: _LevelEvents, n_context: int,
     )
 
 
+def check_splits_filled(points: dict[str, list[ForecastPoint]], split: DaySplit, *,
+                        allow_empty: bool = False) -> list[str]:
+    """Refuses (DataError) a split that was asked for but holds no point, with the days and points per
+    split and the days a participant needs; with ``allow_empty`` the same text is logged as a warning
+    and returned, so a report can carry it. A split drawn with fraction 0 was not asked for."""
+    wanted = [s for s in SPLITS if s == "train" or split.settings.get(f"{s}_frac", 1) != 0]
+    empty = [s for s in wanted if not points.get(s)]
+    if not empty:
+        return []
+    days = split.counts()
+    listed = ", ".join(f"{s} {days[s]} day(s) / {len(points.get(s, []))} point(s)" for s in SPLITS)
+    if all(days[s] for s in empty):  # the days are there, but no candidate on them became a point
+        advice = ("Their days hold no complete point (K targets on one day, with context before them): "
+                  "lower --k or record longer days")
+    else:
+        advice = _days_needed(split, wanted)
+    message = f"no {' and no '.join(empty)} points ({listed}). {advice}"
+    if not allow_empty:
+        raise DataError(f"{message}; or pass --allow-empty-splits to write the empty split(s) anyway")
+    log.warning("%s (written anyway: --allow-empty-splits)", message)
+    return [message]
+
+
+def _days_needed(split: DaySplit, wanted: list[str]) -> str:
+    """What it takes for every wanted split to hold a day: the history days plus one day per held-out split."""
+    history = split.settings.get("min_history_days")
+    if history is None:  # a split file made elsewhere: only the day counts are known
+        return "Each split needs days of its own with events; build the split for more days"
+    needed = history + len(wanted) - 1
+    most = max((len(days) for days in split.days.values()), default=0)
+    return (f"With min_history_days={history} a participant needs at least {needed} recorded days "
+            f"({history} history + one per held-out split) for a point in every split; the participant with "
+            f"the most days has {most}. Use more days, or fewer history days (points --min-history-days)")
+
+
 def count_points(points: dict[str, list[ForecastPoint]]) -> dict[tuple[str, int, int], int]:
     """Number of points per (split, level, K)."""
     return dict(Counter((s, p.level, p.k) for s, split_points in points.items() for p in split_points))

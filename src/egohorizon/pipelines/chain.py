@@ -49,6 +49,8 @@ class ChainSettings:
     captioner: dict[str, Any] = field(default_factory=dict)  # model, base_url, and caption options
     abstractor: dict[str, Any] = field(default_factory=dict)  # model, base_url, levels, max_events, ...
     points: dict[str, Any] = field(default_factory=dict)  # levels, ks, n_context, val_frac, test_frac, ...
+    # Not in any fingerprint: it decides whether empty splits are refused, not what is written.
+    allow_empty_splits: bool = False
 
 
 def file_digest(*paths: Path) -> str:

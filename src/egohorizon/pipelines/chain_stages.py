@@ -190,7 +190,7 @@ def run_abstract(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
 
 
 def run_points(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
-    from egohorizon.data.points import build_points, count_points
+    from egohorizon.data.points import build_points, check_splits_filled, count_points
     from egohorizon.data.splits import SPLITS, make_day_split
     from egohorizon.schema import Event, load_jsonl, write_jsonl
 
@@ -203,13 +203,15 @@ def run_points(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
                            seed=options["seed"], min_history_days=options["min_history_days"])
     points = build_points(events, split, levels=options["levels"], ks=options["ks"],
                           n_context=options["n_context"], seed=options["seed"])
+    warnings = check_splits_filled(points, split, allow_empty=settings.allow_empty_splits)
     out = run_dir / "points"
     split.save(out / "splits.json")
     for name in SPLITS:
         write_jsonl(out / f"points_{name}.jsonl", points[name])
     counts = count_points(points)
-    return {"participant_days": split.counts(),
-            "points": [{"split": s, "level": lv, "k": k, "n": n} for (s, lv, k), n in sorted(counts.items())]}
+    summary = {"participant_days": split.counts(),
+               "points": [{"split": s, "level": lv, "k": k, "n": n} for (s, lv, k), n in sorted(counts.items())]}
+    return {**summary, "warnings": warnings} if warnings else summary  # old runs' summaries unchanged
 
 
 def digest_points(run_dir: Path) -> str:
