@@ -340,7 +340,7 @@ def test_null_qa_text_is_counted_invalid_once(capsys, tmp_path):
         capsys, "qa", "--gold", DATA / "qa_items.jsonl", "--pred", pred, "--out", report_path
     )
     report = json.loads(report_path.read_text())
-    assert code == 0 and err == ""
+    assert code == 0 and err.startswith("warning: 3 of 5 gold item(s) have no prediction")  # said, not silent
     # m1 null text: invalid; m3-m5 missing: invalid; m2 right
     assert report["invalid"] == 4 and report["Acc"] == pytest.approx(1 / 5)
 
@@ -493,3 +493,48 @@ def test_score_forecast_through_the_task_gives_the_direct_metric_report(capsys, 
     assert format_forecast(expected) in out
     if max_candidates == 1:  # a prediction listing more trajectories than asked is cut by scoring, and counted
         assert report["overall"]["truncated"] > 0
+
+
+def _qa_gold_with_splits(tmp_path) -> Path:
+    """The example items, m1-m3 on test days and m4-m5 on train days (meta.split, as qa generate writes)."""
+    lines = []
+    for line in (DATA / "qa_items.jsonl").read_text().splitlines():
+        item = json.loads(line)
+        item["meta"] = {"split": "test" if item["id"] in ("m1", "m2", "m3") else "train"}
+        lines.append(json.dumps(item))
+    gold = tmp_path / "qa_split.jsonl"
+    gold.write_text("\n".join(lines) + "\n")
+    return gold
+
+
+def test_qa_split_scores_only_that_splits_items(capsys, tmp_path):
+    """Issue 22 item 20: predictions of the test items only (as `qa answer` writes them): without
+    --split the train items count wrong and a warning on stderr gives their count; --split test
+    scores the test items alone, --only-predicted the predicted ones, each saying what was left out."""
+    gold, pred = _qa_gold_with_splits(tmp_path), tmp_path / "pred.jsonl"
+    pred.write_text("".join(line + "\n" for line in (DATA / "qa_preds.jsonl").read_text().splitlines()[:3]))
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--out", tmp_path / "all.json")
+    assert code == 0 and json.loads((tmp_path / "all.json").read_text())["n"] == 5
+    assert "warning: 2 of 5 gold item(s) have no prediction" in err and "--split" in err
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--split", "test",
+                           "--out", tmp_path / "test.json")
+    report = json.loads((tmp_path / "test.json").read_text())
+    assert code == 0 and err == "" and report["n"] == 3 and report["Acc"] == pytest.approx(2 / 3)
+    assert report["inputs"]["left_out_other_splits"] == 2 and report["inputs"]["missing"] == 0
+    assert "split test: 2 gold item(s) of other splits left out" in out
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", pred, "--only-predicted",
+                           "--out", tmp_path / "pred.json")
+    report = json.loads((tmp_path / "pred.json").read_text())
+    assert code == 0 and err == "" and report["n"] == 3 and report["inputs"]["left_out_unpredicted"] == 2
+    assert "--only-predicted: 2 gold item(s) without a prediction left out" in out
+
+
+def test_qa_split_without_items_names_the_splits_present(capsys, tmp_path):
+    gold = _qa_gold_with_splits(tmp_path)
+    code, _, err = score(capsys, "qa", "--gold", gold, "--pred", DATA / "qa_preds.jsonl", "--split", "val")
+    assert code == 2 and "no gold item of split 'val' (field 'meta.split')" in err
+    assert "{'test': 3, 'train': 2}" in err
+    empty = tmp_path / "none.jsonl"
+    empty.write_text('{"id": "zz", "answer": "A"}\n')
+    code, _, err = score(capsys, "qa", "--gold", gold, "--pred", empty, "--only-predicted")
+    assert code == 2 and "no prediction for any of the 5 gold item(s)" in err

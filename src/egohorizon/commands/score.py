@@ -45,6 +45,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         help="JSON file {task: level} for benchmarks other than EgoMonth (e.g. HD-EPIC)",
     )
+    qa.add_argument(
+        "--split",
+        default=None,
+        help="score only the gold items whose meta.split is this (train, val, test: as `qa answer --split`); "
+        "default: every gold item",
+    )
+    qa.add_argument(
+        "--only-predicted",
+        action="store_true",
+        help="score only the gold items that have a prediction and say how many were left out "
+        "(default: a gold item without a prediction is scored wrong, with a warning)",
+    )
     qa.set_defaults(handler=run_qa)
 
     segments = _task(tasks, "segments", "EgoHome permissible subsegment Jaccard and semantic F1")
@@ -303,8 +315,10 @@ def run_qa(args: argparse.Namespace) -> int:
     from egohorizon.tasks import get_task
 
     task = get_task("qa")  # the same parsing and scoring as the evaluation callback's
-    items = _load_gold(args, QAItem)
+    every = _load_gold(args, QAItem)
     records = _load(args.pred, QAPrediction)
+    items, selection = _select_gold(every, {r.id for r in records}, args)
+    records = [r for r in records if r.id not in selection["other_split_ids"]]  # neither missing nor unknown
     by_id = {item.id: item for item in items}
     answers = {}
     for r in records:
@@ -326,7 +340,58 @@ def run_qa(args: argparse.Namespace) -> int:
             )
     report = task.evaluate(items, answers, "test", task_levels=task_levels).report
     report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
-    return _finish(report, format_qa(report), args)
+    report["inputs"].update({k: v for k, v in selection.items() if k != "other_split_ids"})
+    _warn_missing(report["inputs"], "gold item")
+    return _finish(report, _selection_lines(selection) + format_qa(report), args)
+
+
+def _select_gold(items: list, pred_ids: set[str], args: argparse.Namespace) -> tuple[list, dict]:
+    """The gold items to score: those of ``--split`` (their ``meta.split``), and with ``--only-predicted``
+    only those with a prediction; how many each choice left out goes into the report."""
+    from collections import Counter
+
+    from egohorizon.errors import DataError
+
+    selection: dict = {"split": args.split, "only_predicted": args.only_predicted, "other_split_ids": set()}
+    if args.split and args.split != "all":
+        chosen = [i for i in items if i.meta.get("split") == args.split]
+        if not chosen:
+            present = dict(Counter(str(i.meta.get("split")) for i in items))
+            raise DataError(f"{args.gold}: no gold item of split {args.split!r} (field 'meta.split'); "
+                            f"the items' splits: {present}")
+        selection["other_split_ids"] = {i.id for i in items} - {i.id for i in chosen}
+        selection["left_out_other_splits"] = len(items) - len(chosen)
+        items = chosen
+    if args.only_predicted:
+        chosen = [i for i in items if i.id in pred_ids]
+        if not chosen:
+            raise DataError(f"{args.pred}: no prediction for any of the {len(items)} gold item(s) to score "
+                            f"(ids such as {items[0].id!r}); is it the predictions file of these items?")
+        selection["left_out_unpredicted"] = len(items) - len(chosen)
+        items = chosen
+    return items, selection
+
+
+def _selection_lines(selection: dict) -> str:
+    lines = []
+    if "left_out_other_splits" in selection:
+        lines.append(f"  split {selection['split']}: {selection['left_out_other_splits']} gold item(s) of other "
+                     "splits left out")
+    if "left_out_unpredicted" in selection:
+        lines.append(f"  --only-predicted: {selection['left_out_unpredicted']} gold item(s) without a prediction "
+                     "left out (not scored)")
+    return "".join(line + "\n" for line in lines)
+
+
+def _warn_missing(inputs: dict, what: str) -> None:
+    """Missing predictions are scored wrong: said on stderr with the count, not only in the table."""
+    import sys
+
+    if inputs["missing"]:
+        sys.stderr.write(
+            f"warning: {inputs['missing']} of {inputs['n_gold']} {what}(s) have no prediction in {inputs['pred']} "
+            f"and are scored wrong (e.g. {', '.join(map(str, inputs['missing_examples']))}); --split SPLIT "
+            "scores one split's items, --only-predicted only the items with predictions\n")
 
 
 def run_segments(args: argparse.Namespace) -> int:
