@@ -124,7 +124,7 @@ def test_gaze_file_search_order(shared_data):
 def test_bad_gaze_and_speech_files_name_file_and_line(tmp_path):
     bad = tmp_path / "gaze.csv"
     bad.write_text("time,yaw\n1,2\n")
-    with pytest.raises(DataError, match=r"gaze.csv:1: not an MPS eye-gaze header"):
+    with pytest.raises(DataError, match=r"gaze.csv:1: not an MPS gaze header \(got time, yaw\)"):
         read_gaze(bad)
     speech = tmp_path / "speech.csv"
     speech.write_text("startTime_ns,endTime_ns,written,confidence\n1,2,hi,0.5\nx,3,oops,0.1\n")

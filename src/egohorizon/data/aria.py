@@ -20,12 +20,19 @@ projectaria-tools is imported inside the functions that need it (it is an option
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import ctypes
 import logging
 import math
 import os
-from dataclasses import dataclass
-from datetime import UTC, datetime
+import re
+import sys
+import tempfile
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -48,7 +55,6 @@ log = logging.getLogger(__name__)
 # Search order inside an MPS folder: personalized gaze is the more accurate when present.
 GAZE_FILE_NAMES = ("personalized_eye_gaze.csv", "general_eye_gaze.csv", "generalized_eye_gaze.csv",
                    "eyegaze.csv")
-GAZE_REQUIRED_COLUMNS = ("tracking_timestamp_us", "pitch_rads_cpf")
 SPEECH_COLUMNS = ("startTime_ns", "endTime_ns", "written")
 # Gaze confidence: 1 - (half-width of MPS's yaw/pitch confidence interval) / this, clipped to [0, 1].
 # 0.2 rad (~11 deg) is wider than the interval of any usable fixation in MPS outputs we have seen.
@@ -66,6 +72,179 @@ def find_gaze_csv(mps_dir: str | os.PathLike) -> Path | None:
     return None
 
 
+# ------------------------------------------------------------------------------------------------
+# projectaria-tools' own console output
+# ------------------------------------------------------------------------------------------------
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+@contextlib.contextmanager
+def native_output_to_log(what: str) -> Iterator[None]:
+    """Sends what projectaria-tools' C++ code prints while inside (coloured VRS INFO lines, "Loaded
+    #EyeGazes: 4" on stdout, "Failed to parse eye gaze vergence file" when its first of two readers
+    declines a Gen1 file) to this module's debug log: shown with ``egohorizon -v``, never mixed into
+    the JSON a command prints. The library has no log-level setting, so its file descriptors 1 and 2
+    are pointed at a temporary file for the call; our own checks report what matters."""
+    try:
+        saved = (os.dup(1), os.dup(2))
+    except OSError:  # no descriptors to redirect (an embedding without stdout)
+        yield
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(Exception):  # C stdio buffers what it prints to a non-terminal
+                ctypes.CDLL(None).fflush(None)
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            sink.seek(0)
+            text = sink.read().decode("utf-8", errors="replace")
+    for line in _ANSI.sub("", text).splitlines():
+        if line.strip():
+            log.debug("projectaria-tools (%s): %s", what, line.strip())
+
+
+# ------------------------------------------------------------------------------------------------
+# MPS CSV files: checked here, read by projectaria-tools
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CsvLayout:
+    """One header layout of an MPS CSV: the columns projectaria-tools reads, and those that must hold
+    a number on every row. The library reads an absent column or an empty field as 0 without a word
+    (a Gen2 gaze file without ``right_yaw_rads_cpf`` gives gaze points metres off), so both are
+    checked before it reads the file."""
+
+    name: str
+    columns: tuple[str, ...]
+    numbers: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+
+
+def _sides(*patterns: str) -> tuple[str, ...]:
+    return tuple(p.format(side=side, axis=axis) for side in ("left", "right") for p in patterns
+                 for axis in ("x", "y", "z"))
+
+
+_GAZE_BOUNDS = ("yaw_low_rads_cpf", "pitch_low_rads_cpf", "yaw_high_rads_cpf", "pitch_high_rads_cpf")
+_EYE_ORIGINS = _sides("t{axis}_{side}_eye_cpf")
+GAZE_LAYOUTS = (
+    # Gen1 general / generalized / personalized gaze and the legacy eyegaze.csv (depth may be empty).
+    CsvLayout("Gen1 eye gaze", ("tracking_timestamp_us", "yaw_rads_cpf", "pitch_rads_cpf", "depth_m",
+                                *_GAZE_BOUNDS),
+              ("tracking_timestamp_us", "yaw_rads_cpf", "pitch_rads_cpf"), ("session_uid",)),
+    # Gen1 eye_gaze_vergence/: one yaw per eye.
+    CsvLayout("Gen1 vergence eye gaze",
+              ("tracking_timestamp_us", "left_yaw_rads_cpf", "right_yaw_rads_cpf", "pitch_rads_cpf", "depth_m",
+               "left_yaw_low_rads_cpf", "right_yaw_low_rads_cpf", "pitch_low_rads_cpf", "left_yaw_high_rads_cpf",
+               "right_yaw_high_rads_cpf", "pitch_high_rads_cpf", *_EYE_ORIGINS),
+              ("tracking_timestamp_us", "left_yaw_rads_cpf", "right_yaw_rads_cpf", "pitch_rads_cpf"),
+              ("session_uid",)),
+    # Gen2: combined and per-eye yaw/pitch with the eye origins; the library intersects the two rays.
+    CsvLayout("Gen2 eye gaze",
+              ("tracking_timestamp_us", "yaw_rads_cpf", "pitch_rads_cpf", "left_yaw_rads_cpf", "right_yaw_rads_cpf",
+               "left_pitch_rads_cpf", "right_pitch_rads_cpf", *_EYE_ORIGINS),
+              ("tracking_timestamp_us", "yaw_rads_cpf", "pitch_rads_cpf", "left_yaw_rads_cpf",
+               "right_yaw_rads_cpf", "left_pitch_rads_cpf", "right_pitch_rads_cpf", *_EYE_ORIGINS),
+              ("session_uid",)),
+)
+_LANDMARKS = tuple(f"t{axis}_{side}_landmark_{i}_device" for side in ("left", "right") for i in range(21)
+                   for axis in ("x", "y", "z"))
+_CONFIDENCES = ("left_tracking_confidence", "right_tracking_confidence")
+HAND_LAYOUTS = (
+    CsvLayout("MPS hand tracking results",
+              ("tracking_timestamp_us", *_CONFIDENCES, *_LANDMARKS,
+               *(f"{c}_{side}_device_wrist" for side in ("left", "right")
+                 for c in ("tx", "ty", "tz", "qx", "qy", "qz", "qw"))),
+              ("tracking_timestamp_us", *_CONFIDENCES, *_LANDMARKS),
+              _sides("n{axis}_{side}_palm_device", "n{axis}_{side}_wrist_device")),
+    CsvLayout("MPS wrist and palm poses",
+              ("tracking_timestamp_us", *_CONFIDENCES, *_sides("t{axis}_{side}_wrist_device", "t{axis}_{side}_palm_device")),
+              ("tracking_timestamp_us", *_CONFIDENCES, *_sides("t{axis}_{side}_wrist_device", "t{axis}_{side}_palm_device")),
+              _sides("n{axis}_{side}_palm_device", "n{axis}_{side}_wrist_device")),
+)
+_TRAJECTORY_NUMBERS = (
+    "tracking_timestamp_us", "utc_timestamp_ns", "tx_world_device", "ty_world_device", "tz_world_device",
+    "qx_world_device", "qy_world_device", "qz_world_device", "qw_world_device",
+    "device_linear_velocity_x_device", "device_linear_velocity_y_device", "device_linear_velocity_z_device",
+    "angular_velocity_x_device", "angular_velocity_y_device", "angular_velocity_z_device",
+    "gravity_x_world", "gravity_y_world", "gravity_z_world", "quality_score")
+TRAJECTORY_LAYOUTS = (CsvLayout("MPS closed-loop trajectory", ("graph_uid", *_TRAJECTORY_NUMBERS),
+                                _TRAJECTORY_NUMBERS),)
+
+
+def _closest_layout(header: list[str], layouts: tuple[CsvLayout, ...]) -> CsvLayout:
+    """The layout sharing most columns with the header (a header with a column missing is still
+    recognised, so the message can name what is missing)."""
+    return max(layouts, key=lambda layout: len(set(header) & set(layout.columns)))
+
+
+def check_mps_csv(path: Path, layouts: tuple[CsvLayout, ...], what: str) -> tuple[CsvLayout, int, list[str]]:
+    """The layout of an MPS CSV, its number of data rows and its header, after checking what projectaria-tools
+    does not: every column of the layout is in the header, every row has as many fields as the header
+    (a cut line), and the number columns hold finite numbers. DataError names file, line and column."""
+    if not path.is_file():
+        raise DataError(f"{path}: {what} file not found")
+    with open(path, newline="", encoding="utf-8") as handle:
+        reader = csv.reader(handle)
+        header = next(reader, None) or []
+        layout = _closest_layout(header, layouts)
+        missing = [c for c in layout.columns if c not in header]
+        if len(missing) > len(layout.columns) / 2:  # not a damaged MPS header: another file
+            raise DataError(f"{path}:1: not an MPS {what} header (got {', '.join(header) or 'nothing'}); "
+                            f"expected a {' or '.join(l.name for l in layouts)} file with column(s) "
+                            f"{', '.join(layout.columns[:4])}, ...")
+        if missing:
+            raise DataError(f"{path}:1: not a complete {layout.name} header: missing column(s) "
+                            f"{', '.join(missing)} (projectaria-tools would read them as 0)")
+        numbers = [(header.index(c), c) for c in layout.numbers]
+        rows = 0
+        for row in reader:
+            if not row:
+                continue
+            rows += 1
+            if len(row) != len(header):
+                raise DataError(f"{path}:{reader.line_num}: {len(row)} fields where the header has "
+                                f"{len(header)} (a cut or damaged line)")
+            for column, name in numbers:
+                try:
+                    ok = math.isfinite(float(row[column]))
+                except ValueError:
+                    ok = False
+                if not ok:
+                    raise DataError(f"{path}:{reader.line_num}: field '{name}': expected a number, "
+                                    f"got {row[column]!r}")
+    return layout, rows, header
+
+
+def read_mps_csv(path: Path, reader, layouts: tuple[CsvLayout, ...], what: str) -> tuple[list, CsvLayout]:
+    """Checks the file (check_mps_csv), reads it with projectaria-tools' ``reader`` (quietly) and
+    checks that the library read every row."""
+    layout, rows, header = check_mps_csv(path, layouts, what)
+    with native_output_to_log(path.name):
+        items = list(reader(str(path)))
+    if len(items) != rows:
+        extra = [c for c in header if c not in layout.columns + layout.optional]
+        why = (f"; it does not know the column(s) {', '.join(extra)}" if extra
+               else "; the file has malformed rows")
+        raise DataError(f"{path}: projectaria-tools read {len(items)} of {rows} {what} rows{why}")
+    return items, layout
+
+
+def device_ns(stamp: timedelta) -> int:
+    """A projectaria-tools tracking timestamp (a timedelta of whole microseconds) in ns, exactly."""
+    return (stamp // timedelta(microseconds=1)) * 1000
+
+
 @dataclass
 class GazeTrack:
     """MPS eye-gaze samples (projectaria-tools ``EyeGaze`` objects) with their device times in ns."""
@@ -73,30 +252,19 @@ class GazeTrack:
     path: Path
     t_ns: np.ndarray
     samples: list
+    layout: str = ""
 
 
 def read_gaze(path: str | os.PathLike) -> GazeTrack:
-    """Reads an MPS eye-gaze CSV; a bad header or unreadable rows raise DataError naming the file."""
+    """Reads an MPS eye-gaze CSV (any layout of GAZE_LAYOUTS) with projectaria-tools; a missing
+    column, a cut line or an empty number raise DataError naming the file, line and column."""
     from projectaria_tools.core import mps
 
     path = Path(path)
-    if not path.is_file():
-        raise DataError(f"{path}: gaze file not found")
-    with open(path, newline="", encoding="utf-8") as handle:
-        reader = csv.reader(handle)
-        header = next(reader, None) or []
-        rows = sum(1 for row in reader if row)
-    missing = [c for c in GAZE_REQUIRED_COLUMNS if c not in header]
-    if missing or not any(c in header for c in ("yaw_rads_cpf", "left_yaw_rads_cpf")):
-        raise DataError(f"{path}:1: not an MPS eye-gaze header: missing column(s) "
-                        f"{', '.join(missing) or 'yaw_rads_cpf'}; got {', '.join(header)}")
-    samples = list(mps.read_eyegaze(str(path)))
-    if len(samples) != rows:
-        raise DataError(f"{path}: projectaria-tools read {len(samples)} of {rows} gaze rows; "
-                        "the file has malformed rows")
-    t_ns = np.array([int(s.tracking_timestamp.total_seconds() * 1e6) * 1000 for s in samples], dtype=np.int64)
+    samples, layout = read_mps_csv(path, mps.read_eyegaze, GAZE_LAYOUTS, "gaze")
+    t_ns = np.array([device_ns(s.tracking_timestamp) for s in samples], dtype=np.int64)
     order = np.argsort(t_ns, kind="stable")
-    return GazeTrack(path=path, t_ns=t_ns[order], samples=[samples[i] for i in order])
+    return GazeTrack(path=path, t_ns=t_ns[order], samples=[samples[i] for i in order], layout=layout.name)
 
 
 def match_nearest(sample_ns: np.ndarray, query_ns: np.ndarray, tolerance_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +431,8 @@ def open_vrs(vrs_path: Path, camera_label: str):
     if not vrs_path.is_file():
         raise DataError(f"{vrs_path}: VRS file not found")
     try:
-        provider = data_provider.create_vrs_data_provider(str(vrs_path))
+        with native_output_to_log(vrs_path.name):
+            provider = data_provider.create_vrs_data_provider(str(vrs_path))
     except RuntimeError as error:  # a truncated or foreign file fails inside the C++ reader
         raise DataError(f"{vrs_path}: projectaria-tools cannot read this VRS file ({error})") from error
     if provider is None:
