@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import io
+import itertools
 import json
 import re
 import shutil
@@ -274,3 +275,68 @@ def _wait_for_file(folder: Path, pattern: str, timeout: float = 15.0) -> Path:
             return done[0]
         time.sleep(0.1)
     raise AssertionError(f"no {pattern} downloaded into {folder} within {timeout} s")
+
+
+LAYOUT_WIDTHS = (800, 1280, 1920)  # a laptop split screen, the width of the bug report, a desktop
+
+
+def _with_long_captions(events_path: Path, out: Path) -> Path:
+    """The events with every level-1 text made long: every other one two lines or more in the caption
+    column, the others ending in a 70-character word (a path or URL cannot wrap at spaces)."""
+    lines = []
+    for i, line in enumerate(events_path.read_text(encoding="utf-8").splitlines()):
+        event = json.loads(line)
+        if event["level"] == 1:
+            event["text"] += (" while I keep talking about the plans for the rest of the afternoon" * 2
+                              if i % 2 else " " + "x" * 70)
+        lines.append(json.dumps(event))
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return out
+
+
+_BOXES = """
+return Array.from(document.querySelectorAll('.caption')).map(function (li) {
+  const box = r => { const b = r.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {i: li.dataset.i, row: box(li), buttons: Array.from(li.querySelectorAll('.mark')).map(box),
+          text: box(li.querySelector('.txt'))};
+});"""
+
+
+@pytest.mark.parametrize("long_captions", [False, True], ids=["demo-captions", "long-captions"])
+def test_buttons_stay_in_their_own_caption_row_at_every_width(demo_inputs, browser, tmp_path, long_captions):
+    """Issue 22, item 25: at 1280 px caption 1's buttons were drawn on caption 2's row (a float that
+    its row did not contain). Every button's box must lie inside its own row's box, rows must not
+    overlap, and the text must not run under the buttons, at each width."""
+    driver, _ = browser
+    events_path, shards = demo_inputs
+    if long_captions:
+        events_path = _with_long_captions(events_path, tmp_path / "long.jsonl")
+    out = tmp_path / "audit.html"
+    build_audit_page(events_path, shards, 4, out, seed=2, n_wrong=1)
+    if long_captions:  # both kinds of long text are on the page
+        page = out.read_text(encoding="utf-8")
+        assert "x" * 70 in page and "the rest of the afternoon while I keep" in page
+    driver.get(out.as_uri())
+    for width in LAYOUT_WIDTHS:
+        driver.set_window_size(width, 1000)
+        assert abs(driver.execute_script("return window.innerWidth") - width) <= 20
+        rows = driver.execute_script(_BOXES)
+        assert len(rows) >= 4
+        for row in rows:
+            left, top, right, bottom = row["row"]
+            assert len(row["buttons"]) == 2
+            for b_left, b_top, b_right, b_bottom in row["buttons"]:
+                assert (left - 0.5 <= b_left and b_right <= right + 0.5 and top - 0.5 <= b_top
+                        and b_bottom <= bottom + 0.5), (width, row)
+            assert row["text"][2] <= right + 0.5, (width, row)  # a long word wraps inside the row
+            text_left, text_top, text_right, text_bottom = row["text"]
+            for b_left, b_top, b_right, b_bottom in row["buttons"]:  # the text is not drawn under a button
+                assert (b_left >= text_right - 0.5 or b_right <= text_left + 0.5 or b_top >= text_bottom - 0.5
+                        or b_bottom <= text_top + 0.5), (width, row)
+        for above, below in itertools.pairwise(rows):  # document order: each row below the one before
+            assert below["row"][1] >= above["row"][3] - 0.5, (width, above, below)
+        shot = tmp_path / f"audit-{width}.png"
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'})",
+                              driver.find_element("css selector", ".captions"))
+        driver.save_screenshot(str(shot))
+        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

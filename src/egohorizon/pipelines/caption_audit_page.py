@@ -104,12 +104,15 @@ def _crop_html(frame: dict[str, Any], window_start: float) -> str:
 
 def _caption_html(caption: AuditCaption, index: int) -> str:
     times = f"{'◂ ' if caption.before else ''}{caption.start:.1f}–{caption.end:.1f} s{' ▸' if caption.after else ''}"
-    return (f'<li class="caption" data-i="{index}"><span class="time">{times}</span>'
+    # The row is a flex box inside the list item (which keeps its number): the buttons are one of its
+    # items, so they stay in this caption's row at any width (a float dropped below a full line and
+    # was drawn on the next caption's row).
+    return (f'<li class="caption" data-i="{index}"><div class="row"><span class="time">{times}</span>'
             f'<span class="txt">{html.escape(caption.text)}</span><span class="buttons">'
             f'<button type="button" class="mark right" data-mark="right" aria-pressed="false" '
             f'title="the caption describes this window">✓ right</button>'
             f'<button type="button" class="mark wrong" data-mark="wrong" aria-pressed="false" '
-            f'title="the caption does not describe this window">✗ wrong</button></span></li>')
+            f'title="the caption does not describe this window">✗ wrong</button></span></div></li>')
 
 
 def _window_html(window: AuditWindow, position: int, first_index: int) -> str:
@@ -185,8 +188,12 @@ figure{margin:0} figcaption{font-size:.75em;color:#6b7280;text-align:center}
 .transcript{background:#f9fafb;border-left:3px solid #d1d5db;padding:.4em .7em;max-height:9em;overflow:auto;
  margin:0;font-style:italic} .none{color:#9ca3af;margin:0}
 .captions{padding-left:1.4em;margin:0} .caption{padding:.35em 0;border-bottom:1px solid #f3f4f6}
-.caption .time{display:inline-block;min-width:10em;font:.85em ui-monospace,monospace;color:#6b7280}
-.caption .txt{margin-right:.6em} .buttons{white-space:nowrap;float:right}
+/* time, text, buttons side by side; where they do not fit, the buttons wrap to a line of their own,
+   right-aligned, still inside the row; a long word breaks instead of pushing them out */
+.caption .row{display:flex;flex-wrap:wrap;align-items:baseline;gap:.2em .6em}
+.caption .time{flex:none;min-width:10em;font:.85em ui-monospace,monospace;color:#6b7280}
+.caption .txt{flex:1 1 8em;min-width:0;overflow-wrap:anywhere}
+.buttons{flex:none;margin-left:auto;white-space:nowrap}
 .mark{font-size:.85em;padding:.15em .6em;margin-left:.3em;border:1px solid #d1d5db;border-radius:5px;
  background:#fff;cursor:pointer} .mark.right[aria-pressed=true]{background:#16a34a;color:#fff;border-color:#16a34a}
 .mark.wrong[aria-pressed=true]{background:#dc2626;color:#fff;border-color:#dc2626}
