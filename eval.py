@@ -6,6 +6,7 @@ A thin Hydra entry point; the work is in ``egohorizon.run_eval``. See conf/eval.
 """
 
 import os
+import sys
 
 # Idle OpenMP threads wait passively instead of spinning: on a CPU shared with other jobs, spinning
 # threads slowed a training step ~10x in our measurements (docs/forecasting.md). Must precede torch.
@@ -17,13 +18,11 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
-    from egohorizon.errors import EgohorizonError
     from egohorizon.run import evaluate
+    from egohorizon.run_guard import run_or_exit
 
-    try:
-        result = evaluate(cfg)
-    except EgohorizonError as error:
-        raise SystemExit(f"error: {error}") from None
+    # A problem the user can fix: "error: ..." and exit 2, no traceback, no run folder left looking like one.
+    result = run_or_exit(evaluate, cfg)
     if "sweep" in result:
         print(f"{result['sweep']} study: table {result['table']}, plot {result['plot']}")
     else:
@@ -33,4 +32,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
+    from egohorizon.run_guard import follow_run_dir
+
+    sys.argv = follow_run_dir(sys.argv)  # Hydra's own files (.hydra/, the log) go to paths.run_dir too
     main()

@@ -4,6 +4,7 @@ A thin Hydra entry point; everything happens in ``egohorizon.run.train``. See co
 """
 
 import os
+import sys
 
 # Idle OpenMP threads wait passively instead of spinning: on a CPU shared with other jobs, spinning
 # threads slowed a training step ~10x in our measurements (docs/forecasting.md). Must precede torch.
@@ -15,13 +16,11 @@ from omegaconf import DictConfig
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:
-    from egohorizon.errors import EgohorizonError
     from egohorizon.run import train
+    from egohorizon.run_guard import run_or_exit
 
-    try:
-        result = train(cfg)
-    except EgohorizonError as error:  # a problem the user can fix: say what, without a traceback
-        raise SystemExit(f"error: {error}") from None
+    # A problem the user can fix: "error: ..." and exit 2, no traceback, no run folder left looking like one.
+    result = run_or_exit(train, cfg)
     print(result["summary_text"])
     print(f"run folder: {result['run_dir']}")
     # The value a Hydra sweeper optimises: the validation metric named by `objective` (never a test
@@ -30,4 +29,7 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
+    from egohorizon.run_guard import follow_run_dir
+
+    sys.argv = follow_run_dir(sys.argv)  # Hydra's own files (.hydra/, the log) go to paths.run_dir too
     main()

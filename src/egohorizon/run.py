@@ -18,6 +18,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from egohorizon.config_checks import validate_config
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -30,10 +31,13 @@ def setup_run(cfg: DictConfig) -> Path:
     import lightning as L
     from lightning.pytorch.utilities import rank_zero_only
 
+    from egohorizon.run_guard import mark_started
+
     _quiet_libraries()
     L.seed_everything(cfg.seed, workers=True)
     run_dir = Path(cfg.paths.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    mark_started(run_dir)
     if rank_zero_only.rank == 0:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
     return run_dir
@@ -286,6 +290,7 @@ def objective_value(cfg: DictConfig, checkpoint, val_metrics: dict[str, float]) 
 
 def train(cfg: DictConfig) -> dict[str, Any]:
     """``python train.py``: fit on the training days, then test on the held-out test days."""
+    validate_config(cfg)  # before any folder, logger or model: a wrong number names its key
     run_dir = setup_run(cfg)
     datamodule = build_datamodule(cfg)
     backbone = build_backbone(cfg, datamodule)
@@ -304,6 +309,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
 def evaluate(cfg: DictConfig) -> dict[str, Any]:
     """``python eval.py``: the predictors on a held-out split, or a study (``+sweep=context|levels``).
     Dispatching here keeps run_eval and run_sweeps from importing each other."""
+    validate_config(cfg)
     run_dir = setup_run(cfg)
     if cfg.get("sweep"):
         from egohorizon.run_sweeps import run_sweep

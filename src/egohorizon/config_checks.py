@@ -1,0 +1,154 @@
+"""Checks of a composed train.py / eval.py config that run before anything is built or written.
+
+A wrong number (``data.batch_size=0``, ``trainer.max_steps=abc``) otherwise surfaces deep inside
+Lightning or a DataLoader, after the run folder and the W&B run exist, as a traceback that names
+``trainer`` or nothing at all. Here every problem names its key, the value given and what was expected,
+and all of them are reported at once. Only keys the config has are checked (each task's data group has
+its own keys), so a new group needs no change here unless it adds a number worth a bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from egohorizon.errors import ConfigError
+
+_ABSENT = object()
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A key that must be a number (``integer``: a whole one) of at least ``low`` (``above``: strictly
+    above it), at most ``high``; ``also`` lists the special values allowed besides (``-1``: no limit,
+    ``None``: unset); ``each``: the key is a list and every item is checked."""
+
+    key: str
+    integer: bool = True
+    low: float | None = None
+    high: float | None = None
+    above: bool = False
+    also: tuple[Any, ...] = ()
+    each: bool = False
+
+
+UNSET = (None,)
+NO_LIMIT = (-1,)
+
+BOUNDS = (
+    Bound("seed", low=0),
+    # data (any task's datamodule; each key only where the data group has it)
+    Bound("data.batch_size", low=1),
+    Bound("data.eval_batch_size", low=1),
+    Bound("data.num_workers", low=0),
+    Bound("data.max_length", low=1),
+    Bound("data.n_context", low=1),
+    Bound("data.max_train_points", low=1, also=UNSET),
+    Bound("data.max_eval_points", low=1, also=UNSET),
+    Bound("data.eval_prompt_candidates", low=1),
+    Bound("data.val_frac", integer=False, low=0, high=1),
+    Bound("data.test_frac", integer=False, low=0, high=1),
+    Bound("data.min_history_days", low=0),
+    Bound("data.bucket_factor", low=1),
+    Bound("data.levels", low=1, high=5, each=True),
+    Bound("data.ks", low=1, each=True),
+    # frame budgets: frames may be 0 (the text-only variant), a budget or a size may not
+    Bound("data.frames", low=0),
+    Bound("data.frame_budget", low=1),
+    Bound("data.frames_per_window", low=1, also=UNSET),
+    Bound("data.frame_stride", integer=False, low=0, above=True),
+    Bound("data.frame_size", low=1),
+    Bound("data.fps", integer=False, low=0, above=True),
+    Bound("data.long_side", low=1),
+    Bound("data.crop_size", low=1),
+    Bound("data.memory_items", low=0),
+    Bound("data.max_events", low=1, also=UNSET),
+    Bound("data.shuffle_buffer", low=1),
+    Bound("data.epoch_samples", low=1, also=UNSET),
+    # optimisation
+    Bound("model.optimizer.lr", integer=False, low=0, above=True),
+    Bound("model.optimizer.weight_decay", integer=False, low=0),
+    Bound("model.scheduler.num_warmup_steps", low=0),
+    Bound("model.generation.num_candidates", low=1),
+    Bound("model.generation.num_beams", low=1),
+    Bound("model.generation.max_new_tokens", low=1),
+    Bound("model.generation.temperature", integer=False, low=0),
+    # Lightning's Trainer (-1: no limit, as Lightning reads it)
+    Bound("trainer.max_epochs", low=1, also=NO_LIMIT + UNSET),
+    Bound("trainer.max_steps", low=1, also=NO_LIMIT),
+    Bound("trainer.accumulate_grad_batches", low=1),
+    Bound("trainer.log_every_n_steps", low=1),
+    Bound("trainer.check_val_every_n_epoch", low=1, also=UNSET),
+    Bound("trainer.num_sanity_val_steps", low=0, also=NO_LIMIT),
+    Bound("trainer.gradient_clip_val", integer=False, low=0, also=UNSET),
+    Bound("trainer.num_nodes", low=1),
+    # eval.py
+    Bound("n_random_draws", low=1),
+    Bound("n_examples", low=0),
+    Bound("llm.num_candidates", low=1),
+    Bound("llm.max_new_tokens", low=1),
+    Bound("llm.temperature", integer=False, low=0),
+    Bound("sweep.n_context", low=1, each=True),
+    Bound("sweep.levels", low=1, high=5, each=True),
+    Bound("sweep.ks", low=1, each=True),
+    Bound("sweep.n_boot", low=1),
+)
+
+
+def validate_config(cfg: DictConfig) -> None:
+    """Raises ConfigError listing every key of ``BOUNDS`` whose value is of the wrong type or out of
+    range (one line each); a config without problems passes silently."""
+    problems = [problem for bound in BOUNDS for problem in _problems(cfg, bound)]
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError(f"{len(problems)} settings are wrong:\n  " + "\n  ".join(problems))
+
+
+def _problems(cfg: DictConfig, bound: Bound) -> list[str]:
+    try:
+        value = OmegaConf.select(cfg, bound.key, default=_ABSENT, throw_on_missing=False)
+    except OmegaConfBaseException as error:  # an interpolation that does not resolve
+        return [f"{bound.key}: {error}".splitlines()[0]]
+    if value is _ABSENT:
+        return []
+    if not bound.each:
+        problem = _problem(value, bound)
+        return [f"{bound.key} {problem}"] if problem else []
+    if not isinstance(value, (list, tuple, ListConfig)):
+        return [f"{bound.key} must be a list ([1, 2]), got {value!r} ({_kind(value)})"]
+    return [f"{bound.key}[{i}] {problem}" for i, item in enumerate(value) if (problem := _problem(item, bound))]
+
+
+def _problem(value: Any, bound: Bound) -> str | None:
+    """What is wrong with one value ('must be ..., got ...'), or None."""
+    if value in bound.also and type(value) is not bool:
+        return None
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not number or (bound.integer and not isinstance(value, int)):
+        kind = "an integer" if bound.integer else "a number"
+        return f"must be {kind} ({_range(bound)}), got {value!r} ({_kind(value)})"
+    too_low = bound.low is not None and (value <= bound.low if bound.above else value < bound.low)
+    too_high = bound.high is not None and value > bound.high
+    if too_low or too_high:
+        return f"must be {_range(bound)}, got {value!r}"
+    return None
+
+
+def _range(bound: Bound) -> str:
+    parts = []
+    if bound.low is not None:
+        parts.append(f"{'>' if bound.above else '>='} {bound.low:g}")
+    if bound.high is not None:
+        parts.append(f"<= {bound.high:g}")
+    text = " and ".join(parts)
+    special = {-1: "-1 for no limit", None: "null for unset"}
+    return " or ".join([text, *(special[v] for v in bound.also)]) if bound.also else text
+
+
+def _kind(value: Any) -> str:
+    names = {str: "a string", bool: "a boolean", float: "a float", int: "an integer", type(None): "null"}
+    return names.get(type(value), "a list" if isinstance(value, (list, ListConfig)) else type(value).__name__)

@@ -1,0 +1,118 @@
+"""What train.py and eval.py do around a run: one run folder, and a failed run that leaves no look-alike.
+
+- ``follow_run_dir``: Hydra creates its run folder (``.hydra/``, ``train.log``) from ``hydra.run.dir``
+  before the run starts, and ``paths.run_dir`` cannot default to Hydra's folder and be Hydra's folder's
+  source at once (a cycle). So a ``paths.run_dir=DIR`` on the command line is also given to Hydra as
+  ``hydra.run.dir=DIR``: everything of the run lands in DIR.
+- ``run_or_exit``: a problem the user can fix (EgohorizonError) ends with ``error: ...`` on stderr and exit
+  code 2, no traceback; the run folder is removed when it holds nothing but what the start of the run
+  wrote (Hydra's files, the resolved config), else, if this run had started writing to it
+  (``mark_started``), it is kept with a ``FAILED`` file saying why. A folder of an earlier run that this
+  one never started in (a setting was rejected first) is left as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+FAILED = "FAILED"
+# What a run writes before its work starts; a folder holding only these is no run yet.
+START_FILES = {".hydra", "config.yaml", FAILED}
+_started: set[Path] = set()  # the run folders this process began writing to (setup_run)
+
+
+def follow_run_dir(argv: list[str]) -> list[str]:
+    """``argv`` with ``hydra.run.dir=DIR`` added right after (with the other overrides, before any
+    ``--cfg``-like flag) the last ``paths.run_dir=DIR`` override, unless Hydra's folder is set too, or this
+    is a multirun (each job's folder is then Hydra's ``sweep.subdir``)."""
+    if any(a in ("-m", "--multirun") or a.lstrip("+").startswith("hydra.run.dir=") for a in argv):
+        return argv
+    given = [i for i, a in enumerate(argv) if i and a.lstrip("+").startswith("paths.run_dir=")]
+    if not given:
+        return argv
+    last = given[-1]
+    return [*argv[: last + 1], "hydra.run.dir=" + argv[last].split("=", 1)[1], *argv[last + 1 :]]
+
+
+def run_or_exit(function: Callable[[Any], Any], cfg) -> Any:
+    """``function(cfg)``; on an EgohorizonError: the message, the folder cleaned or marked, exit 2."""
+    from egohorizon.errors import EgohorizonError
+
+    try:
+        return function(cfg)
+    except EgohorizonError as error:
+        for folder in _run_folders(cfg):
+            discard_or_mark_failed(folder, error, _output_dir(cfg))
+        print(f"error: {error}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _run_folders(cfg) -> list[Path]:
+    """The run folder and Hydra's (the same unless Hydra's was set apart), those that exist."""
+    folders = []
+    try:
+        folders.append(Path(cfg.paths.run_dir))
+    except Exception as error:  # noqa: BLE001 - an unresolvable run_dir: nothing was written there
+        logging.getLogger(__name__).debug("paths.run_dir does not resolve: %s", error)
+    try:
+        from hydra.core.hydra_config import HydraConfig
+
+        folders.append(Path(HydraConfig.get().runtime.output_dir))
+    except ValueError:  # not started by @hydra.main (a test composing the config)
+        pass
+    unique = {folder.resolve(): folder for folder in folders if folder.is_dir()}
+    return list(unique.values())
+
+
+def _output_dir(cfg) -> Path | None:
+    try:
+        return Path(cfg.paths.output_dir)
+    except Exception:  # noqa: BLE001 - no outputs folder known: only the run folder itself is removed
+        return None
+
+
+def discard_or_mark_failed(folder: Path, error: BaseException, output_dir: Path | None = None) -> None:
+    """Removes ``folder`` when it holds only start-of-run files and logs (and the folders above it up to
+    ``output_dir`` that it leaves empty: Hydra's ``outputs/<task>/runs/``); else writes ``FAILED`` into a
+    folder this run had started in."""
+    entries = list(folder.iterdir())
+    if all(e.name in START_FILES or e.suffix == ".log" for e in entries):
+        _close_log_files(folder)
+        for entry in entries:
+            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
+        folder.rmdir()
+        _remove_empty_parents(folder, output_dir)
+    elif folder.resolve() in _started:
+        (folder / FAILED).write_text(f"{type(error).__name__}: {error}\n")
+
+
+def _remove_empty_parents(folder: Path, output_dir: Path | None) -> None:
+    if output_dir is None:
+        return
+    top, parent = output_dir.resolve(), folder.resolve().parent
+    if parent != top and top not in parent.parents:
+        return  # a run folder outside outputs/: its parents are the user's
+    while (parent == top or top in parent.parents) and not any(parent.iterdir()):
+        parent.rmdir()
+        parent = parent.parent
+
+
+def _close_log_files(folder: Path) -> None:
+    """Hydra's job log (``train.log``) is open on the root logger; closed before its folder goes."""
+    root = logging.getLogger()
+    for handler in list(root.handlers):
+        if isinstance(handler, logging.FileHandler) and Path(handler.baseFilename).parent == folder.resolve():
+            handler.close()
+            root.removeHandler(handler)
+
+
+def mark_started(folder: Path) -> None:
+    """The run writes to ``folder`` from now on; a rerun in a folder marked failed starts unmarked (it
+    writes a new mark if it fails again)."""
+    _started.add(folder.resolve())
+    (folder / FAILED).unlink(missing_ok=True)
