@@ -260,3 +260,57 @@ def test_cli_names_an_undecodable_file_without_a_traceback(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "blank_zeroed.mp4: no video frame could be decoded" in err and "Traceback" not in err
     assert not (tmp_path / "rec").exists()
+
+
+# ------------------------------------------------------------------------------------------------
+# Start times (issue 22, item 9): 2100, 1969 and milliseconds were accepted or crashed
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, message", [
+    ("4102444800", r"4102444800 is not a plausible start time \(2100-01-01 00:00:00 UTC\); expected epoch "
+                   r"seconds from 631152000 \(1990-01-01\) to \d+ \(tomorrow\)$"),
+    ("-50", r"-50 is not a plausible start time \(1969-12-31 23:59:10 UTC\)"),
+    ("1700000000000", r"it looks like milliseconds: in seconds that is 1700000000\.000"),
+    ("1700000000000000", r"it looks like microseconds: in seconds that is 1700000000\.000"),
+    ("1700000000000000000", r"it looks like nanoseconds: in seconds that is 1700000000\.000"),
+    ("nan", r"nan is not a plausible start time"),
+    ("soon", r"expected epoch seconds, got 'soon'"),
+])
+def test_cli_refuses_implausible_start_time(clip, tmp_path, capsys, value, message):
+    import re
+
+    from egohorizon.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["ingest", "video", str(clip), "--participant", "v1", f"--start-time={value}",
+              "--out", str(tmp_path / "rec")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert exit_info.value.code == 2 and err.startswith("egohorizon ingest video: error: argument --start-time: ")
+    assert re.search(message, err) and "Traceback" not in err
+    assert not (tmp_path / "rec").exists()
+
+
+def test_ingest_video_checks_start_time_too(clip, tmp_path):
+    with pytest.raises(DataError, match=r"--start-time: 1700000000000 .* looks like milliseconds"):
+        ingest_video(clip, tmp_path / "rec", participant="v1", start_time=1_700_000_000_000.0)
+    assert not (tmp_path / "rec").exists()
+
+
+def test_unset_camera_clock_in_the_container_is_ignored_with_a_warning(clip, tmp_path, caplog):
+    """A creation_time before 1990 (a camera whose clock was never set) is not taken as the day."""
+    stamped = tmp_path / "stamped.mp4"
+    with av.open(str(clip)) as source, av.open(str(stamped), "w") as out:
+        out.metadata["creation_time"] = "1980-06-01T00:00:00.000000Z"
+        stream = out.add_stream_from_template(source.streams.video[0])
+        for packet in source.demux(source.streams.video[0]):
+            if packet.dts is not None:
+                packet.stream = stream
+                out.mux(packet)
+    with caplog.at_level("WARNING", logger="egohorizon.data.video"):
+        with pytest.raises(DataError, match="no usable start time in the container; pass --start-time or --day"):
+            ingest_video(stamped, tmp_path / "rec", participant="v1")
+    assert any("creation_time '1980-06-01T00:00:00.000000Z': 328665600 is not a plausible start time"
+               in r.getMessage() for r in caplog.records)
+    rec = ingest_video(stamped, tmp_path / "rec", participant="v1", day="2024-01-01")
+    assert rec.meta["time_base"] == "relative"

@@ -39,11 +39,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                            description="Sample frames at --rate Hz with decord (PyAV for VP9/AV1 and when decord "
                                        "fails); a damaged file keeps the frames that decode and reports the rest.")
     video.add_argument("video", help="the video file")
-    video.add_argument("--start-time", type=float, help="epoch seconds of the first frame (default: the "
-                                                        "container's creation_time; else relative times)")
+    video.add_argument("--start-time", type=_start_time,
+                       help="epoch seconds (UTC) of the first frame, from 1990-01-01 (631152000) to one day "
+                            "from now; not milliseconds (default: the container's creation_time when it is "
+                            "in that range; else relative times, then pass --day)")
     video.add_argument("--backend", choices=("auto", "decord", "pyav"), default="auto")
     _common(video)
     video.set_defaults(handler=run_video)
+
+
+def _start_time(value: str) -> float:
+    """An argparse type: a plausible start time in epoch seconds (video.check_start_time), so a
+    value in milliseconds fails with a hint before any work."""
+    from egohorizon.data.video import check_start_time
+    from egohorizon.errors import DataError
+
+    try:
+        return check_start_time(float(value), "")
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected epoch seconds, got {value!r}") from None
+    except DataError as error:
+        raise argparse.ArgumentTypeError(str(error).removeprefix(": ")) from None
 
 
 def _common(parser: argparse.ArgumentParser) -> None:

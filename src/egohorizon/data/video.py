@@ -15,8 +15,10 @@ promises but no decoded frame covers is reported in a DecodeReport (cut-off or d
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -32,6 +34,34 @@ log = logging.getLogger(__name__)
 BACKENDS = ("auto", "decord", "pyav")
 # Codecs ``auto`` never hands to decord: its FFmpeg fails on real VP9 clips (issue 9) and predates AV1.
 PYAV_CODECS = ("vp9", "av1")
+# A start time must fall between these (epoch seconds): earlier is a camera whose clock was never set
+# (1970, MP4's 1904), later than tomorrow is a clock in another unit or a typo (issue 22, item 9).
+EARLIEST_START = datetime(1990, 1, 1, tzinfo=UTC).timestamp()
+LATEST_START_AHEAD_S = 86400.0
+_FINER_UNITS = (("milliseconds", 1e3), ("microseconds", 1e6), ("nanoseconds", 1e9))
+
+
+def _date(seconds: float) -> str:
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    except (OverflowError, OSError, ValueError):
+        return "no date"
+
+
+def check_start_time(seconds: float, source: str = "--start-time") -> float:
+    """``seconds`` when it is a plausible recording start (epoch seconds from 1990-01-01 to one day
+    from now); otherwise a DataError naming ``source``, the date it would mean and, when the value
+    reads as a plausible time in ms, us or ns, the value in seconds."""
+    latest = time.time() + LATEST_START_AHEAD_S
+    if math.isfinite(seconds) and EARLIEST_START <= seconds <= latest:
+        return seconds
+    hint = ""
+    for unit, per_second in _FINER_UNITS:
+        if math.isfinite(seconds) and EARLIEST_START <= seconds / per_second <= latest:
+            hint = f"; it looks like {unit}: in seconds that is {seconds / per_second:.3f}"
+            break
+    raise DataError(f"{source}: {seconds:.0f} is not a plausible start time ({_date(seconds)}); expected epoch "
+                    f"seconds from {EARLIEST_START:.0f} (1990-01-01) to {latest:.0f} (tomorrow){hint}")
 
 
 @dataclass
@@ -268,8 +298,13 @@ def container_start_time(path: str | os.PathLike) -> float | None:
     if not stamp:
         return None
     try:
-        return datetime.fromisoformat(stamp).timestamp()  # Python >= 3.11 reads the trailing "Z"
+        seconds = datetime.fromisoformat(stamp).timestamp()  # Python >= 3.11 reads the trailing "Z"
     except ValueError:
+        return None
+    try:
+        return check_start_time(seconds, f"{path}: creation_time {stamp!r}")
+    except DataError as error:  # a camera whose clock was never set: no clock rather than a wrong day
+        log.warning("%s; ignoring it (pass --start-time)", error)
         return None
 
 
@@ -285,10 +320,12 @@ def ingest_video(video_path: str | os.PathLike, out_dir: str | os.PathLike, *, p
     video_path = Path(video_path)
     if start_time is None:
         start_time = container_start_time(video_path)
+    else:
+        check_start_time(start_time)
     time_base = "epoch" if start_time is not None else "relative"
     if day is None:
         if start_time is None:
-            raise DataError(f"{video_path}: no start time in the container; pass --start-time or --day")
+            raise DataError(f"{video_path}: no usable start time in the container; pass --start-time or --day")
         day = datetime.fromtimestamp(start_time, tz=UTC).strftime("%Y-%m-%d")
     origin = start_time or 0.0
     writer = RecordingWriter(out_dir, overwrite=overwrite)
