@@ -183,3 +183,20 @@ def test_eval_config_composes_with_the_studies(tmp_path):
         1000,
         3000,
     ]
+
+
+@pytest.mark.parametrize("experiment", EXPERIMENTS)
+def test_every_experiment_passes_the_settings_checks(experiment, tmp_path):
+    """Issue 22 item 11: the bounds train.py checks first never reject a shipped experiment (its header's command)."""
+    from egohorizon.config_checks import validate_config
+
+    command = (CONF / "experiment" / f"{experiment}.yaml").read_text().splitlines()[1]
+    overrides = command.removeprefix("# python train.py ").split()
+    validate_config(_compose("train", [*overrides, f"paths.run_dir={tmp_path}"]))
+
+
+def test_the_eval_studies_pass_the_settings_checks(tmp_path):
+    from egohorizon.config_checks import validate_config
+
+    for sweep in ("context", "levels", "grounding"):
+        validate_config(_compose("eval", [f"+sweep={sweep}", f"paths.run_dir={tmp_path}"]))

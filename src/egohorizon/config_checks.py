@@ -55,9 +55,9 @@ BOUNDS = (
     Bound("data.bucket_factor", low=1),
     Bound("data.levels", low=1, high=5, each=True),
     Bound("data.ks", low=1, each=True),
-    # frame budgets: frames may be 0 (the text-only variant), a budget or a size may not
+    # frame budgets: 0 frames is the text-only variant; a stride, rate or size must be positive
     Bound("data.frames", low=0),
-    Bound("data.frame_budget", low=1),
+    Bound("data.frame_budget", low=0),  # 0: the text-only QA baseline (qa_demo_x4)
     Bound("data.frames_per_window", low=1, also=UNSET),
     Bound("data.frame_stride", integer=False, low=0, above=True),
     Bound("data.frame_size", low=1),
