@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 
+from egohorizon.commands._args import HelpFormatter, use_help_formatter
 from egohorizon.errors import EgohorizonError
 from egohorizon.schema import RecordError
 
@@ -38,11 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="egohorizon",
         description="Train and evaluate models on months of one person's egocentric recordings.",
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log debug messages")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module_name in COMMANDS.values():
         importlib.import_module(module_name).register(subparsers)
+    use_help_formatter(parser)
     return parser
 
 
@@ -59,6 +62,11 @@ def main(argv: list[str] | None = None) -> int:
     except EgohorizonError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        # Ctrl-C is a user's choice, not a crash: no traceback. The long-running commands keep what
+        # they finished (shards, captions, QA items), so the same command line continues the work.
+        print("\ninterrupted; rerun the same command to resume", file=sys.stderr)
+        return 130  # 128 + SIGINT, what a shell reports for a command killed by Ctrl-C
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ must start fast and work without the training stack.
 from __future__ import annotations
 
 import dataclasses
+import glob
 import json
 import math
 import os
@@ -866,13 +867,41 @@ def write_jsonl(path: str | os.PathLike, records: Iterable[Record | dict[str, An
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     count = 0
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for record in records:
-            handle.write(dumps(record))
-            handle.write("\n")
-            count += 1
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as handle:
+            for record in records:
+                handle.write(dumps(record))
+                handle.write("\n")
+                count += 1
+        os.replace(tmp, path)
+    except BaseException:  # Ctrl-C or an error mid-write: no half file left beside the output (issue 22)
+        tmp.unlink(missing_ok=True)
+        raise
     return count
+
+
+def remove_stale_temps(path: str | os.PathLike) -> list[Path]:
+    """Removes the temp files ``write_jsonl`` (and writers like it) left beside ``path`` when killed
+    (``.NAME.tmp-PID`` of a process no longer running); a live writer's file is kept."""
+    path = Path(path)
+    removed = []
+    for tmp in path.parent.glob(f".{glob.escape(path.name)}.tmp-*"):
+        pid = tmp.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and _running(int(pid)):
+            continue
+        tmp.unlink(missing_ok=True)
+        removed.append(tmp)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # exists, another user's
+        return True
+    return True
 
 
 def detect_record_type(path: str | os.PathLike) -> type[Record] | None:

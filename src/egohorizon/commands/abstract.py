@@ -6,6 +6,15 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands import write_result
+from egohorizon.commands._args import (
+    bounded_int,
+    nonneg_float,
+    nonneg_int,
+    out_dir,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -16,26 +25,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "keeps failing is reported and left out. Idempotent and resumable; replies cached on disk. "
                     "docs/abstraction.md has the details.")
     parser.add_argument("events", help="L1 events (JSON Lines, SPEC §5); events above L1 are ignored")
-    parser.add_argument("--out", required=True, help="output folder: events.jsonl, days.jsonl, report.json, cache/")
-    parser.add_argument("--levels", type=int, default=5, help="build up to this level, 2-5 (default 5)")
+    parser.add_argument("--out", required=True, type=out_dir, help="output folder: events.jsonl, days.jsonl, report.json, cache/")
+    parser.add_argument("--levels", type=bounded_int(2, 5), default=5, help="build up to this level, 2-5 (default 5)")
     parser.add_argument("--model", required=True,
                         help="a trained abstractor (*.adapter, .ckpt or run folder), a local model (hub id or "
                              "folder), or with --base-url the served model's name")
     parser.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    parser.add_argument("--concurrency", type=int, default=8, help="days abstracted at once with a server (default 8)")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
-    parser.add_argument("--max-events", type=int, default=40, help="events per request; longer runs are chunked")
-    parser.add_argument("--overlap", type=int, default=8, help="events at a chunk's end decided again by the next")
-    parser.add_argument("--retries", type=int, default=2, help="asks again after an invalid reply (default 2)")
-    parser.add_argument("--max-new-tokens", type=int, default=512)
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy")
-    parser.add_argument("--retry-temperature", type=float, default=0.7,
+    parser.add_argument("--concurrency", type=positive_int, default=8, help="days abstracted at once with a server (default 8)")
+    parser.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per request (default 120)")
+    parser.add_argument("--max-events", type=bounded_int(2), default=40,
+                        help="most events per LLM request; a longer day is cut into overlapping chunks (default 40)")
+    parser.add_argument("--overlap", type=nonneg_int, default=8,
+                        help="events at a chunk's end decided again by the next chunk, < --max-events (default 8)")
+    parser.add_argument("--retries", type=nonneg_int, default=2, help="asks again after an invalid reply (default 2)")
+    parser.add_argument("--max-new-tokens", type=positive_int, default=512,
+                        help="most tokens generated per reply (default 512)")
+    parser.add_argument("--temperature", type=nonneg_float, default=0.0,
+                        help="sampling temperature of the first ask; 0 (default): greedy")
+    parser.add_argument("--retry-temperature", type=nonneg_float, default=0.7,
                         help="sampling temperature of the retries (seeded: seed + attempt; default 0.7)")
     parser.add_argument("--constrained", action="store_true",
                         help="a trained adapter decodes only valid groupings of each run (indices held to the "
                              "run, the reply ends at its last event); the model still picks every boundary")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed, default=0, help="sampling seed")
     parser.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'abstract')")
     parser.add_argument("--device", help="local model: cuda, cpu (default: cuda when available)")
     parser.add_argument("--dtype", help="local model: bfloat16, float16, float32")

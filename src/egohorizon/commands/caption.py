@@ -9,6 +9,17 @@ import sys
 from pathlib import Path
 
 from egohorizon.commands import write_result
+from egohorizon.commands._args import (
+    fraction,
+    jpeg_quality,
+    nonneg_float,
+    nonneg_int,
+    out_dir,
+    out_file,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 SUBCOMMANDS = ("run", "merge", "audit", "answer-set")
 
@@ -62,39 +73,42 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
                     "end OUT/events.jsonl (L1 events, SPEC §5, with provenance) and OUT/scenes.jsonl are "
                     "regenerated from all results. docs/captioning.md has the details.")
     run.add_argument("shards", help="the shard folder (egohorizon shards build)")
-    run.add_argument("--out", required=True, help="the output folder (results, events, scenes, run report)")
+    run.add_argument("--out", required=True, type=out_dir, help="the output folder (results, events, scenes, run report)")
     run.add_argument("--model", required=True,
                      help="a trained adapter (*.adapter folder, .ckpt or run folder), a local VLM (hub id or "
                           "folder), or with --base-url the served model's name")
     run.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (vLLM, Ollama)")
     run.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    run.add_argument("--concurrency", type=int, default=8,
+    run.add_argument("--concurrency", type=positive_int, default=8,
                      help="requests in flight to the server (default 8); a couple more than the server batches "
                           "at once keep it busy (docs/captioning.md)")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per request (default 120)")
-    run.add_argument("--retries", type=int, default=3, help="retries of a failed request (default 3)")
+    run.add_argument("--timeout", type=positive_float, default=120.0, help="seconds per request (default 120)")
+    run.add_argument("--retries", type=nonneg_int, default=3, help="retries of a failed request (default 3)")
     run.add_argument("--base-model", help="the adapter's base model (default: the one it names)")
-    run.add_argument("--batch-size", type=int, default=8, help="windows per local generation batch (default 8)")
-    run.add_argument("--workers", type=int, default=1,
-                     help="local model: processes preparing the next batches while it generates (0: none)")
+    run.add_argument("--batch-size", type=positive_int, default=8, help="windows per local generation batch (default 8)")
+    run.add_argument("--workers", type=nonneg_int, default=1,
+                     help="local model: processes preparing the next batches while it generates (0: none; default 1)")
     run.add_argument("--device", help="local model: cuda, cuda:1, cpu (default: cuda when available)")
     run.add_argument("--dtype", help="local model: bfloat16, float16, float32 (default: float32)")
-    run.add_argument("--frames-per-window", type=int,
+    run.add_argument("--frames-per-window", type=positive_int,
                      help="frames per window, spread evenly (default: the adapter's, else 8)")
     run.add_argument("--no-crop", dest="crop", action="store_false", default=None,
                      help="leave out the gaze close-up")
     run.add_argument("--prompt", help="prompt name or .txt file (default: the adapter's own, else 'caption')")
-    run.add_argument("--max-new-tokens", type=int, help="default: the adapter's, else 256")
-    run.add_argument("--temperature", type=float, default=0.0, help="0 (default): greedy (or beam search)")
-    run.add_argument("--num-beams", type=int,
+    run.add_argument("--max-new-tokens", type=positive_int,
+                     help="most tokens generated per caption (default: the adapter's, else 256)")
+    run.add_argument("--temperature", type=nonneg_float, default=0.0,
+                     help="sampling temperature; 0 (default): greedy (or beam search)")
+    run.add_argument("--num-beams", type=positive_int,
                      help="local model: beam search width (default: the adapter's when it was scored by beam "
                           "search, else 1)")
     run.add_argument("--no-answer-set", dest="answer_set", action="store_false", default=None,
                      help="decode freely although the adapter was scored within its training answers "
                           "(answer_set.json beside it; default: as it was scored)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--jpeg-quality", type=int, default=90, help="quality of the images sent to a server")
-    run.add_argument("--max-failures", type=float, default=0.05,
+    run.add_argument("--seed", type=seed, default=0, help="sampling seed")
+    run.add_argument("--jpeg-quality", type=jpeg_quality, default=90,
+                     help="JPEG quality of the images sent to a server, 1-100")
+    run.add_argument("--max-failures", type=fraction, default=0.05,
                      help="share of this run's windows that may fail before the job stops (default 0.05)")
     run.add_argument("--retry-failed", action="store_true",
                      help="caption again windows that failed on their input or output (model failures are "
@@ -115,11 +129,11 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:
                     "as JSON.")
     audit.add_argument("events", help="the captions' events.jsonl")
     audit.add_argument("--shards", required=True, help="the shard folder the events were captioned from")
-    audit.add_argument("--n", type=int, default=50, help="windows to sample (default 50)")
-    audit.add_argument("--out", required=True, help="the HTML file to write")
-    audit.add_argument("--wrong", type=int, default=None,
+    audit.add_argument("--n", type=positive_int, default=50, help="windows to sample (default 50)")
+    audit.add_argument("--out", required=True, type=out_file, help="the HTML file to write")
+    audit.add_argument("--wrong", type=nonneg_int, default=None,
                        help="deliberately wrong captions mixed in as quality control (default: the page's own)")
-    audit.add_argument("--seed", type=int, default=0)
+    audit.add_argument("--seed", type=seed, default=0, help="draws the sampled windows and wrong captions")
     audit.set_defaults(handler=run_audit)
 
 

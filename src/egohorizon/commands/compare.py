@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from egohorizon.commands._args import out_dir
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -23,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--task", default=None,
                         help="the checkpoints' task, for adapters whose run folder is gone (checked against "
                              "what the run folders record)")
-    parser.add_argument("--out", default=None, help="output folder (default: outputs/compare/<time>)")
+    parser.add_argument("--out", type=out_dir, default=None, help="output folder (default: outputs/compare/<time>)")
     parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                         help="an eval.yaml override for every evaluation, e.g. --set trainer=gpu "
                              "--set embedder=exact --set split=val (repeatable)")

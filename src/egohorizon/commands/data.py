@@ -8,6 +8,8 @@ import logging
 import sys
 from pathlib import Path
 
+from egohorizon.commands._args import out_file
+
 logger = logging.getLogger(__name__)
 
 
@@ -22,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "count, mean duration and adjacent-level compression ratio.")
     stats.add_argument("path", help="an events .jsonl file, or a folder searched for events*.jsonl")
     stats.add_argument("--json", dest="as_json", action="store_true", help="print the summary as JSON")
-    stats.add_argument("--plot", metavar="PNG", default=None,
+    stats.add_argument("--plot", metavar="PNG", type=out_file, default=None,
                        help="also draw the per-level compression ratios and mean durations to this PNG")
     stats.set_defaults(handler=run_stats)
 
@@ -46,7 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plot_day.add_argument("--day", required=True, help="the day, as the events' day field (YYYY-MM-DD)")
     plot_day.add_argument("--participant", default=None,
                           help="the participant (needed when several have events on that day)")
-    plot_day.add_argument("--out", required=True, help="the PNG to write")
+    plot_day.add_argument("--out", required=True, type=out_file, help="the PNG to write")
     plot_day.set_defaults(handler=run_plot_day)
 
     try:  # adapters register `data convert` when present

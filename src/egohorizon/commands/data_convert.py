@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from egohorizon.commands._args import out_dir
+
 SOURCES = ("epic-kitchens", "hd-epic", "hd-epic-vqa")  # = egohorizon.data.sources.ADAPTERS
 
 
@@ -16,7 +18,7 @@ def register(data_subparsers: argparse._SubParsersAction) -> None:
                     "where to get each data set.")
     parser.add_argument("source", choices=SOURCES, help="which data set")
     parser.add_argument("--root", required=True, help="folder holding the data set's annotation files")
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", required=True, type=out_dir, help="output folder")
     parser.add_argument("--no-rulstm", action="store_true",
                         help="epic-kitchens: do not add RULSTM's text-less EPIC-100 train segments "
                              "(named from their verb/noun classes)")

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from egohorizon.commands._args import out_dir
+
 IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
 
 
@@ -18,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     '{"image": name, "faces": n, "text_boxes": n}. Copies carry no metadata (EXIF, GPS). '
                     "Files that cannot be read as images are skipped and named; the exit status is then 1.")
     parser.add_argument("images_dir", metavar="IMAGES_DIR", help="folder of images (.jpg .png .bmp .tif .webp)")
-    parser.add_argument("--out", required=True, help="output folder (not IMAGES_DIR)")
+    parser.add_argument("--out", required=True, type=out_dir, help="output folder (not IMAGES_DIR)")
     parser.add_argument("--faces", action=argparse.BooleanOptionalAction, default=True,
                         help="blur faces (BlazeFace full-range; default on)")
     parser.add_argument("--text", action=argparse.BooleanOptionalAction, default=True,

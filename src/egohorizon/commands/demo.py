@@ -7,6 +7,8 @@ import json
 import logging
 import sys
 
+from egohorizon.commands._args import bounded_int, out_dir, positive_int, seed
+
 log = logging.getLogger(__name__)
 
 
@@ -17,16 +19,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "transcript; frames are rendered on demand) and write events.jsonl, recordings.jsonl, "
                     "transcript.jsonl and world.json to --out. Prints the same figures as `egohorizon data "
                     "stats`, plus the recording structure.")
-    parser.add_argument("--out", default=None,
+    parser.add_argument("--out", type=out_dir, default=None,
                         help="folder to write (default: $EGOHORIZON_DEMO_DIR, else <repo>/data/demo)")
-    parser.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    parser.add_argument("--participants", type=int, default=2, help="simulated people (default 2)")
-    parser.add_argument("--weeks", type=int, default=6, help="calendar weeks per person (default 6)")
+    parser.add_argument("--seed", type=seed, default=0, help="random seed (default 0)")
+    parser.add_argument("--participants", type=positive_int, default=2, help="simulated people (default 2)")
+    parser.add_argument("--weeks", type=positive_int, default=6, help="calendar weeks per person (default 6)")
     parser.add_argument("--frames", action="store_true",
                         help="also write a sample of rendered frames (JPEGs, a contact sheet with gaze, an "
                              "index) to OUT/frames")
-    parser.add_argument("--frame-count", type=int, default=32, help="frames in the sample (default 32)")
-    parser.add_argument("--frame-size", type=int, default=224, help="frame side in pixels (default 224)")
+    parser.add_argument("--frame-count", type=positive_int, default=32, help="frames in the sample (default 32)")
+    parser.add_argument("--frame-size", type=bounded_int(16), default=224, help="frame side in pixels (default 224)")
     parser.add_argument("--check", action="store_true",
                         help="also score a next-event n-gram predictor against repeat-last on held-out days")
     parser.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")

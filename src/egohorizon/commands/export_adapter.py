@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from egohorizon.commands._args import out_dir
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -19,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the checkpoint (file or ZeRO folder; absolute or relative to the run folder); "
                              "default: what the run would resume from (the newer of checkpoints/last.ckpt "
                              "and hpc_ckpt_<n>.ckpt)")
-    parser.add_argument("--out", default=None, help="adapter folder to write (default: <checkpoint>.adapter beside it)")
+    parser.add_argument("--out", type=out_dir, default=None, help="adapter folder to write (default: <checkpoint>.adapter beside it)")
     parser.add_argument("--base", dest="base_path", default=None,
                         help="the base model (hub id or folder) when the one the checkpoint records has moved")
     parser.set_defaults(handler=run)

@@ -11,6 +11,16 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands import write_result
+from egohorizon.commands._args import (
+    bounded_int,
+    fraction,
+    nonneg_int,
+    out_dir,
+    out_file,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 MODELS = ("mediapipe", "mediapipe-defaults")
 
@@ -25,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                         'y2], "score"} in the image\'s pixels. With --gold, the result also holds '
                                         'hand-agnostic hits, misses and false positives.')
     detect.add_argument("images", help="a folder of .jpg/.png images")
-    detect.add_argument("--out", required=True, help="the boxes JSONL to write")
+    detect.add_argument("--out", required=True, type=out_file, help="the boxes JSONL to write")
     detect.add_argument("--gold", help="a filename,width,height,class,xmin,ymin,xmax,ymax CSV to score against")
     _add_model(detect)
     detect.set_defaults(handler=run_detect)
@@ -34,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                        'window start, "hand", "box", "grid", "score", "source"} in the shard '
                                        'frames\' pixels.')
     label.add_argument("shards", help="a shard folder (with index.json)")
-    label.add_argument("--out", required=True, help="the box records JSONL to write")
+    label.add_argument("--out", required=True, type=out_file, help="the box records JSONL to write")
     _add_model(label)
     label.set_defaults(handler=run_label)
     clips = sub.add_parser("clips", help="a training clip folder from shard frames and their pseudo-labels",
@@ -43,19 +53,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                        "datamodule trains on (data.clips_dir); whole days held out.")
     clips.add_argument("shards", help="the shard folder the labels were written for")
     clips.add_argument("--labels", required=True, help="the box records of `egohorizon hands label`")
-    clips.add_argument("--out", required=True, help="the clip folder to write")
-    clips.add_argument("--clip-seconds", type=float, default=6.0, help="clip length (default 6)")
+    clips.add_argument("--out", required=True, type=out_dir, help="the clip folder to write")
+    clips.add_argument("--clip-seconds", type=positive_float, default=6.0, help="clip length in seconds (default 6)")
     clips.add_argument("--size", default="320x240", help="WIDTHxHEIGHT every frame is resized to (default 320x240)")
-    clips.add_argument("--val-days", type=int, default=1, help="held-out validation days (default 1)")
-    clips.add_argument("--test-days", type=int, default=1, help="held-out test days (default 1)")
-    clips.add_argument("--seed", type=int, default=0, help="draws the held-out days")
+    clips.add_argument("--val-days", type=nonneg_int, default=1, help="held-out validation days (default 1)")
+    clips.add_argument("--test-days", type=nonneg_int, default=1, help="held-out test days (default 1)")
+    clips.add_argument("--seed", type=seed, default=0, help="draws the held-out days")
     clips.set_defaults(handler=run_clips)
     aria = sub.add_parser("aria", help="score the detector against an Aria gen2 recording's own hand tracking",
                           description="The device's 21 hand landmarks per hand, projected into each RGB frame "
                                       "through the calibration, give real left/right boxes without annotation; "
                                       "the detector is scored per hand and hand-agnostically.")
     aria.add_argument("vrs", help="a gen2 VRS file with the handtracking stream")
-    aria.add_argument("--out", help="also write the per-frame gold and found boxes (JSON)")
+    aria.add_argument("--out", type=out_file, help="also write the per-frame gold and found boxes (JSON)")
     _add_model(aria)
     aria.set_defaults(handler=run_aria)
 
@@ -64,10 +74,13 @@ def _add_model(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default="mediapipe",
                         help="mediapipe (tuned thresholds, default), mediapipe-defaults (MediaPipe's own) or a "
                              "trained hands adapter (*.adapter folder, .ckpt or run folder of train.py task=hands)")
-    parser.add_argument("--min-palm-score", type=float, help="palm detector threshold")
-    parser.add_argument("--min-presence", type=float, help="hand landmark presence threshold")
-    parser.add_argument("--max-hands", type=int, help="most hands per image")
-    parser.add_argument("--tiles", type=int, choices=(0, 1, 2), help="0: whole frame only; 1, 2: also tiles")
+    parser.add_argument("--min-palm-score", type=fraction,
+                        help="palm detector threshold, 0-1 (default: the --model setting's)")
+    parser.add_argument("--min-presence", type=fraction,
+                        help="hand landmark presence threshold, 0-1 (default: the --model setting's)")
+    parser.add_argument("--max-hands", type=positive_int, help="most hands per image (default: the --model setting's)")
+    parser.add_argument("--tiles", type=bounded_int(0, 2), choices=(0, 1, 2),
+                        help="0: whole frame only; 1, 2: also tiles (default: the --model setting's)")
 
 
 def _finder(args: argparse.Namespace):

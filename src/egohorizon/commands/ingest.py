@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from egohorizon.commands import write_result
+from egohorizon.commands._args import nonneg_float, out_dir, positive_float
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                     "CSV is found inside (personalized, general, generalized, eyegaze.csv)")
     aria.add_argument("--gaze", help="an eye-gaze CSV, instead of searching --mps")
     aria.add_argument("--speech", help="speech.csv (default: <vrs folder>/speech.csv when present)")
-    aria.add_argument("--gaze-tolerance", type=float, default=0.1, help="seconds (default 0.1)")
+    aria.add_argument("--gaze-tolerance", type=positive_float, default=0.1, help="seconds (default 0.1)")
     aria.add_argument("--upright", choices=("auto", "yes", "no"), default="auto",
                       help="turn frames upright (auto: Gen1 yes, Gen2 no)")
     aria.add_argument("--time-base", choices=("epoch", "device"), default="epoch",
@@ -43,7 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="epoch seconds (UTC) of the first frame, from 1990-01-01 (631152000) to one day "
                             "from now; not milliseconds (default: the container's creation_time when it is "
                             "in that range; else relative times, then pass --day)")
-    video.add_argument("--backend", choices=("auto", "decord", "pyav"), default="auto")
+    video.add_argument("--backend", choices=("auto", "decord", "pyav"), default="auto",
+                       help="video decoder; auto: decord, PyAV for VP9/AV1 or when decord fails")
     _common(video)
     video.set_defaults(handler=run_video)
 
@@ -63,11 +65,11 @@ def _start_time(value: str) -> float:
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", required=True, help="the recording folder to write")
-    parser.add_argument("--participant", required=True)
+    parser.add_argument("--out", required=True, type=out_dir, help="the recording folder to write")
+    parser.add_argument("--participant", required=True, help="participant id the recording belongs to, e.g. p1")
     parser.add_argument("--day", help="calendar day YYYY-MM-DD (default: from the recording's clock)")
     parser.add_argument("--session", help="session id (default: the file name)")
-    parser.add_argument("--rate", type=float, default=1.0, help="frames per second to keep (default 1; 0: all)")
+    parser.add_argument("--rate", type=nonneg_float, default=1.0, help="frames per second to keep (default 1; 0: all)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing folder")
 
 

@@ -8,6 +8,16 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands import write_result
+from egohorizon.commands._args import (
+    fraction,
+    nonneg_int,
+    out_dir,
+    out_file,
+    port,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,18 +32,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "item as JSON.")
     gen.add_argument("--world", default=None, help="a demo world folder (default: the default world, "
                                                    "generated on first use)")
-    gen.add_argument("--out", required=True, help="the items (JSONL); the day split goes beside it as "
+    gen.add_argument("--out", required=True, type=out_file, help="the items (JSONL); the day split goes beside it as "
                                                   "<stem>.splits.json")
     gen.add_argument("--split-file", default=None, help="reuse this splits.json instead of drawing held-out days")
-    gen.add_argument("--val-frac", type=float, default=0.15)
-    gen.add_argument("--test-frac", type=float, default=0.15)
-    gen.add_argument("--min-history-days", type=int, default=3,
-                     help="first recorded days of each person asked nothing about, and kept in train (3)")
-    gen.add_argument("--per-day", type=int, default=1, help="question times per task type and day (1)")
-    gen.add_argument("--train-per-day", type=int, default=0,
+    gen.add_argument("--val-frac", type=fraction, default=0.15, help="share of days held out for val, 0-1")
+    gen.add_argument("--test-frac", type=fraction, default=0.15, help="share of days held out for test, 0-1")
+    gen.add_argument("--min-history-days", type=nonneg_int, default=3,
+                     help="first recorded days of each person asked nothing about, and kept in train (default 3)")
+    gen.add_argument("--per-day", type=positive_int, default=1, help="question times per task type and day (default 1)")
+    gen.add_argument("--train-per-day", type=nonneg_int, default=0,
                      help="more question times per task type on each training day, from a random stream of "
-                          "their own: val and test items stay the same bytes (0)")
-    gen.add_argument("--seed", type=int, default=0)
+                          "their own: val and test items stay the same bytes (default 0)")
+    gen.add_argument("--seed", type=seed, default=0, help="draws the held-out days and the items")
     gen.set_defaults(handler=run_generate)
     _register_answer(sub)
     _register_serve(sub)
@@ -49,20 +59,20 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
                     "OUT/report.json and prints the report. --notes 0: the question alone (items without a "
                     "question time, e.g. HD-EPIC's).")
     answer.add_argument("items", help="QA items (JSONL, schema.QAItem)")
-    answer.add_argument("--out", required=True, help="output folder")
+    answer.add_argument("--out", required=True, type=out_dir, help="output folder")
     answer.add_argument("--model", required=True, help="local model folder or hub id; with --base-url the served name")
     answer.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
     answer.add_argument("--events", help="event JSONL the memory indexes (default: the demo world's, --world)")
     answer.add_argument("--world", default=None, help="demo world folder for the events (default world)")
     answer.add_argument("--split", default="test", help="items whose meta.split is this (all: every item)")
-    answer.add_argument("--notes", type=int, default=20, help="memory notes per question (20)")
-    answer.add_argument("--levels", default="1,2,3,4,5", help="event levels in the memory (1,2,3,4,5)")
+    answer.add_argument("--notes", type=nonneg_int, default=20, help="memory notes per question (default 20)")
+    answer.add_argument("--levels", default="1,2,3,4,5", help="event levels in the memory, comma-separated")
     answer.add_argument("--embedder", default="words", help="memory text embedder: words | minilm | ...")
-    answer.add_argument("--max-new-tokens", type=int, default=8)
+    answer.add_argument("--max-new-tokens", type=positive_int, default=8, help="most tokens generated per answer")
     answer.add_argument("--cache-dir", help="cache every answer on disk (egohorizon.llm.cache)")
-    answer.add_argument("--timeout", type=float, default=300.0, help="seconds per server reply (300)")
-    answer.add_argument("--concurrency", type=int, default=2, help="requests in flight to the server (2)")
-    answer.add_argument("--limit", type=int, help="the first N items of the split")
+    answer.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply (default 300)")
+    answer.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to the server (default 2)")
+    answer.add_argument("--limit", type=positive_int, help="the first N items of the split (default: all)")
     answer.set_defaults(handler=run_answer)
 
 
@@ -72,8 +82,9 @@ def _register_serve(sub: argparse._SubParsersAction) -> None:
                                        "POST /v1/chat/completions with the local transformers backend, one request "
                                        "at a time, until --lifetime seconds have passed.")
     serve.add_argument("--model", required=True, help="local model folder (or cached hub id)")
-    serve.add_argument("--port", type=int, default=0)
-    serve.add_argument("--lifetime", type=float, default=3600.0)
+    serve.add_argument("--port", type=port, default=0, help="TCP port on 127.0.0.1 (default 0: a free one)")
+    serve.add_argument("--lifetime", type=positive_float, default=3600.0,
+                       help="seconds the server runs before it stops (default 3600)")
     serve.set_defaults(handler=run_serve)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from egohorizon.commands._args import bounded_float, positive_float, positive_int, seed
+
 EXAMPLES = 5  # ids shown in messages about missing or unknown predictions
 
 
@@ -31,11 +33,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     forecast.add_argument("--embed-prompt", default=None, help="instruction prepended to every text")
     forecast.add_argument("--embed-model", default=None, help="local path of a named embedder's weights")
-    forecast.add_argument("--batch-size", type=int, default=64, help="embedding batch size")
+    forecast.add_argument("--batch-size", type=positive_int, default=64, help="embedding batch size")
     forecast.add_argument("--device", default=None, help="embedding device (cpu, cuda)")
-    forecast.add_argument("--draws", type=int, default=5, help="random-baseline draws per point (default 5)")
-    forecast.add_argument("--max-candidates", type=int, default=3, help="N of best-of-N (default 3)")
-    forecast.add_argument("--seed", type=int, default=0)
+    forecast.add_argument("--draws", type=positive_int, default=5, help="random-baseline draws per point (default 5)")
+    forecast.add_argument("--max-candidates", type=positive_int, default=3, help="N of best-of-N (default 3)")
+    forecast.add_argument("--seed", type=seed, default=0, help="seed of the random-baseline draws")
     forecast.add_argument("--repeat-last", action="store_true", help="also score the repeat-last-K baseline")
     forecast.set_defaults(handler=run_forecast)
 
@@ -70,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     segments.add_argument("--embedder", default="minilm", help="embedder of the embedding judge")
     segments.add_argument(
-        "--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge"
+        "--threshold", type=bounded_float(-1, 1), default=0.75, help="cosine threshold of the embedding judge"
     )
     segments.add_argument(
         "--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path"
@@ -84,14 +86,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     segments.add_argument(
         "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
     )
-    segments.add_argument("--judge-concurrency", type=int, default=8, help="LLM judge: requests in flight")
+    segments.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
     segments.add_argument(
         "--cache-dir",
         default=None,
         help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)",
     )
     segments.add_argument(
-        "--iou", type=float, default=0.75, help="temporal IoU for semantic F1 (default 0.75)"
+        "--iou", type=bounded_float(0, 1, lo_open=True), default=0.75, help="temporal IoU for semantic F1 (default 0.75)"
     )
     segments.add_argument(
         "--baselines", action="store_true", help="also score the three degenerate baselines"
@@ -113,9 +115,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "minilm (default) | exact | qwen3-embedding-8b | hub id or local path",
     )
     captions.add_argument(
-        "--threshold", type=float, default=0.75, help="cosine threshold of the embedding judge"
+        "--threshold", type=bounded_float(-1, 1), default=0.75, help="cosine threshold of the embedding judge"
     )
-    captions.add_argument("--iou", type=float, default=0.5, help="temporal IoU for a match (default 0.5)")
+    captions.add_argument("--iou", type=bounded_float(0, 1, lo_open=True), default=0.5, help="temporal IoU for a match (default 0.5)")
     captions.add_argument(
         "--train-gold",
         default=None,
@@ -131,13 +133,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     captions.add_argument(
         "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
     )
-    captions.add_argument("--judge-concurrency", type=int, default=8, help="LLM judge: requests in flight")
+    captions.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
     captions.add_argument("--cache-dir", default=None, help="LLM judge verdict cache")
     captions.set_defaults(handler=run_captions)
 
     boxes = _task(tasks, "boxes", "EgoHome centroid hit fraction of hand boxes")
     boxes.add_argument(
-        "--fps", type=float, default=30.0, help="frame rate of gold frame indices (default 30)"
+        "--fps", type=positive_float, default=30.0, help="frame rate of gold frame indices (default 30)"
     )
     boxes.set_defaults(handler=run_boxes)
 

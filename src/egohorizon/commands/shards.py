@@ -7,6 +7,15 @@ import json
 import sys
 from pathlib import Path
 
+from egohorizon.commands._args import (
+    bounded_int,
+    jpeg_quality,
+    nonneg_int,
+    out_dir,
+    positive_float,
+    positive_int,
+)
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("shards", help="build, summarise and check WebDataset window shards",
@@ -23,19 +32,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     source.add_argument("--ingested", nargs="+", metavar="PATH",
                         help="ingested recording folders, or folders searched for them")
     source.add_argument("--demo", action="store_true", help="the demo world (frames rendered on the fly)")
-    build.add_argument("--out", required=True, help="the shard folder")
+    build.add_argument("--out", required=True, type=out_dir, help="the shard folder")
     build.add_argument("--events", nargs="*", default=[], metavar="FILE",
                        help="event .jsonl files whose events are attached to overlapping windows")
     build.add_argument("--demo-dir", help="demo world folder (default: data/demo)")
-    build.add_argument("--demo-days", type=int, default=None, help="only the first N recorded demo days")
-    build.add_argument("--window", type=float, default=30.0, help="window length in seconds (default 30)")
-    build.add_argument("--long-side", type=int, default=448, help="stored frames' long side in px (default 448)")
-    build.add_argument("--crop-size", type=int, default=256, help="native gaze crop size in px (default 256)")
+    build.add_argument("--demo-days", type=positive_int, default=None, help="only the first N recorded demo days")
+    build.add_argument("--window", type=positive_float, default=30.0, help="window length in seconds (default 30)")
+    build.add_argument("--long-side", type=bounded_int(8), default=448, help="stored frames' long side in px (default 448)")
+    build.add_argument("--crop-size", type=bounded_int(8), default=256, help="native gaze crop size in px (default 256)")
     build.add_argument("--draw-gaze", action="store_true", help="draw the gaze on the stored frames")
-    build.add_argument("--min-frames", type=int, default=1, help="leave out windows with fewer frames (default 1)")
-    build.add_argument("--stride", type=int, default=1, help="keep every N-th window (default 1: all)")
-    build.add_argument("--samples-per-shard", type=int, default=32)
-    build.add_argument("--jpeg-quality", type=int, default=90)
+    build.add_argument("--min-frames", type=nonneg_int, default=1, help="leave out windows with fewer frames (default 1)")
+    build.add_argument("--stride", type=positive_int, default=1, help="keep every N-th window (default 1: all)")
+    build.add_argument("--samples-per-shard", type=positive_int, default=32,
+                       help="window samples per tar shard (default 32; shards never mix participants or days)")
+    build.add_argument("--jpeg-quality", type=jpeg_quality, default=90,
+                       help="JPEG quality of the stored downscaled frames, 1-100 (default 90; gaze crops: 95)")
     build.add_argument("--deid", choices=("auto", "on", "off", "faces", "text"), default="auto",
                        help="de-identification: auto = off for the demo world, faces + text for real data")
     build.add_argument("--deid-names", metavar="FILE",
@@ -47,13 +58,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     stats = sub.add_parser("stats", help="what a shard folder holds (from index.json)")
     stats.add_argument("path", help="the shard folder or its index.json")
-    stats.add_argument("--json", dest="as_json", action="store_true")
+    stats.add_argument("--json", dest="as_json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(handler=run_stats)
 
     verify = sub.add_parser("verify", help="read every sample of every shard and compare the index with the "
                                            "ingested recordings; exit 1 if anything is wrong or stale")
     verify.add_argument("path", help="the shard folder or its index.json")
-    verify.add_argument("--json", dest="as_json", action="store_true")
+    verify.add_argument("--json", dest="as_json", action="store_true",
+                        help="print the totals and every shard's report as JSON")
     verify.add_argument("--no-inputs", dest="inputs", action="store_false",
                         help="do not compare the index with the ingested recordings it was built from "
                              "(e.g. shards copied without them)")

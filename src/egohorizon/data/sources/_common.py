@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import DataError
-from egohorizon.schema import SCHEMA_VERSION, Event, QAItem, Recording, write_jsonl
+from egohorizon.schema import SCHEMA_VERSION, Event, QAItem, Recording, remove_stale_temps, write_jsonl
 
 log = logging.getLogger(__name__)
 
@@ -197,6 +197,8 @@ class Conversion:
         metadata.json into ``out``; returns the paths written."""
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+        for name in ("events.jsonl", "recordings.jsonl", "qa.jsonl", "metadata.json"):
+            remove_stale_temps(out / name)  # what an interrupted earlier run left (issue 22)
         written: dict[str, Path] = {}
         for name, records in (("events", self.events), ("recordings", self.recordings), ("qa", self.qa)):
             if records:
@@ -207,8 +209,12 @@ class Conversion:
                 "counts": dict(sorted(self.counts.items())), "skipped": self.skipped.to_dict()}
         path = out / "metadata.json"
         tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
+        try:
+            tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+            os.replace(tmp, path)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
         written["metadata"] = path
         return written
 
