@@ -268,8 +268,8 @@ def test_cli_names_an_undecodable_file_without_a_traceback(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("value, message", [
-    ("4102444800", r"4102444800 is not a plausible start time \(2100-01-01 00:00:00 UTC\); expected epoch "
-                   r"seconds from 631152000 \(1990-01-01\) to \d+ \(tomorrow\)$"),
+    ("4102444800", (r"4102444800 is not a plausible start time \(2100-01-01 00:00:00 UTC\); expected epoch "
+                    r"seconds from 631152000 \(1990-01-01\) to \d+ \(tomorrow\)$")),
     ("-50", r"-50 is not a plausible start time \(1969-12-31 23:59:10 UTC\)"),
     ("1700000000000", r"it looks like milliseconds: in seconds that is 1700000000\.000"),
     ("1700000000000000", r"it looks like microseconds: in seconds that is 1700000000\.000"),
@@ -307,9 +307,9 @@ def test_unset_camera_clock_in_the_container_is_ignored_with_a_warning(clip, tmp
             if packet.dts is not None:
                 packet.stream = stream
                 out.mux(packet)
-    with caplog.at_level("WARNING", logger="egohorizon.data.video"):
-        with pytest.raises(DataError, match="no usable start time in the container; pass --start-time or --day"):
-            ingest_video(stamped, tmp_path / "rec", participant="v1")
+    with (caplog.at_level("WARNING", logger="egohorizon.data.video"),
+          pytest.raises(DataError, match="no usable start time in the container; pass --start-time or --day")):
+        ingest_video(stamped, tmp_path / "rec", participant="v1")
     assert any("creation_time '1980-06-01T00:00:00.000000Z': 328665600 is not a plausible start time"
                in r.getMessage() for r in caplog.records)
     rec = ingest_video(stamped, tmp_path / "rec", participant="v1", day="2024-01-01")

@@ -22,8 +22,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       "image through the device calibration; group speech.csv words by time.")
     aria.add_argument("vrs", help="the .vrs file")
     aria.add_argument("--mps", help="MPS output folder (default: <vrs folder>/mps when present); the eye-gaze "
-                                    "CSV is found inside (personalized, general, generalized, eyegaze.csv)")
+                                    "CSV (personalized, general, generalized, eyegaze.csv), hand tracking and "
+                                    "closed-loop trajectory are found inside; its other files are listed as "
+                                    "mps_not_read in the summary")
     aria.add_argument("--gaze", help="an eye-gaze CSV, instead of searching --mps")
+    aria.add_argument("--hands", help="an MPS hand_tracking_results*.csv or wrist_and_palm_poses*.csv, instead of "
+                                      "searching --mps (wrist and palm are projected into each frame)")
+    aria.add_argument("--trajectory", help="an MPS closed_loop_trajectory.csv, instead of searching --mps "
+                                           "(the device pose of each frame)")
+    aria.add_argument("--mps-tolerance", type=float, default=0.1,
+                      help="seconds between a frame and the hand or trajectory sample matched to it (default 0.1)")
     aria.add_argument("--speech", help="speech.csv (default: <vrs folder>/speech.csv when present)")
     aria.add_argument("--gaze-tolerance", type=positive_float, default=0.1, help="seconds (default 0.1)")
     aria.add_argument("--upright", choices=("auto", "yes", "no"), default="auto",
@@ -83,24 +91,30 @@ def _summary(recording, **extra) -> None:
 
 
 def run_aria(args: argparse.Namespace) -> int:
-    from egohorizon.data.aria import find_gaze_csv, ingest_aria
+    from egohorizon.data.aria import find_mps_files, ingest_aria
     from egohorizon.errors import DataError
 
     vrs = Path(args.vrs)
-    gaze = args.gaze
-    if gaze is None:
-        mps = Path(args.mps) if args.mps else vrs.parent / "mps"
-        gaze = find_gaze_csv(mps) if mps.is_dir() else None
-        if args.mps and gaze is None:
-            raise DataError(f"{mps}: no eye-gaze CSV found (looked for personalized_eye_gaze.csv, "
-                            "general_eye_gaze.csv, generalized_eye_gaze.csv, eyegaze.csv)")
+    mps = Path(args.mps) if args.mps else vrs.parent / "mps"
+    if args.mps and not mps.is_dir():
+        raise DataError(f"{mps}: --mps: no such folder")
+    files = find_mps_files(mps, gaze=args.gaze, hands=args.hands, trajectory=args.trajectory)
+    if args.mps and not (files.gaze or files.hands or files.trajectory):
+        raise DataError(f"{mps}: no eye-gaze, hand-tracking or closed-loop trajectory CSV found (looked for "
+                        "eye_gaze/*_eye_gaze.csv, eyegaze.csv, hand_tracking/hand_tracking_results*.csv, "
+                        "wrist_and_palm_poses*.csv, slam/closed_loop_trajectory.csv)")
     speech = args.speech or (vrs.parent / "speech.csv" if (vrs.parent / "speech.csv").is_file() else None)
     upright = {"auto": None, "yes": True, "no": False}[args.upright]
     recording = ingest_aria(vrs, args.out, participant=args.participant, day=args.day, session=args.session,
-                            gaze_csv=gaze, speech_csv=speech, rate_hz=args.rate or None,
+                            gaze_csv=files.gaze, speech_csv=speech, rate_hz=args.rate or None,
                             gaze_tolerance_s=args.gaze_tolerance, upright=upright, time_base=args.time_base,
-                            overwrite=args.overwrite, allow_truncated=args.allow_truncated)
-    _summary(recording, truncated=recording.meta.get("truncated"))
+                            overwrite=args.overwrite, allow_truncated=args.allow_truncated,
+                            hands_csv=files.hands, trajectory_csv=files.trajectory,
+                            mps_tolerance_s=args.mps_tolerance, mps_not_read=files.not_read)
+    meta = recording.meta
+    # What of the MPS folder went in (hands, poses) and what did not, so nothing is dropped unsaid.
+    _summary(recording, truncated=meta.get("truncated"), hand_status_counts=meta.get("hand_status_counts"),
+             pose_frames=meta.get("pose_frames"), mps_not_read=meta.get("mps_not_read"))
     return 0
 
 

@@ -10,6 +10,14 @@
   image. The projection follows ``projectaria_tools.core.mps.utils.get_gaze_vector_reprojection``
   (tests compare the two on the same calibration). Missing gaze, or gaze outside the image, is
   marked on the frame, never dropped.
+- Hands: MPS ``hand_tracking_results*.csv`` (or the older ``wrist_and_palm_poses*.csv``) read by
+  projectaria-tools, matched to each frame like gaze; wrist and palm (device frame) are projected into
+  the stored image through the same calibration (``meta["hands"]`` per frame: hand pseudo-labels).
+- Device pose: the MPS closed-loop trajectory (``slam/closed_loop_trajectory.csv``), T_world_device
+  of the nearest pose per frame (``meta["device_pose"]``). The MPS folder's other files (semidense
+  points, open-loop trajectory, ...) are listed in ``meta["mps_not_read"]``.
+- MPS CSVs are checked before projectaria-tools reads them: it reads an absent column or an empty
+  field as 0 and stops at a cut line without a word. Its console output goes to the debug log.
 - Speech: ``speech.csv`` words (``startTime_ns, endTime_ns, written, confidence``), device time.
 - Checks: a file shorter than its own VRS index (a cut copy) is refused unless allowed, then its gap
   is recorded; a file without the RGB stream or calibration is an error naming what is missing; gaze
@@ -35,6 +43,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
+from warnings import catch_warnings, simplefilter
 
 import numpy as np
 
@@ -110,6 +119,55 @@ def native_output_to_log(what: str) -> Iterator[None]:
     for line in _ANSI.sub("", text).splitlines():
         if line.strip():
             log.debug("projectaria-tools (%s): %s", what, line.strip())
+
+
+HAND_FILE_PATTERNS = ("hand_tracking_results*.csv", "wrist_and_palm_poses*.csv")  # newer kind first
+TRAJECTORY_FILE_NAME = "closed_loop_trajectory.csv"
+# Files of an MPS folder that are metadata, not data someone could expect in the recording.
+_MPS_METADATA = ("summary.json", "vrs_health_check.json", "vrs_health_check_slam.json")
+
+
+@dataclass
+class MpsFiles:
+    """What an MPS output folder holds for ingestion: the files read, and ``not_read``: its other data
+    files (semidense points, open-loop trajectory, online calibration, the gaze or hand files of a
+    kind not chosen), named so the summary says what was left out."""
+
+    root: Path | None = None
+    gaze: Path | None = None
+    hands: Path | None = None
+    trajectory: Path | None = None
+    not_read: list[str] = field(default_factory=list)
+
+
+def _first_match(folders: list[Path], patterns: tuple[str, ...]) -> Path | None:
+    """The first pattern's newest version (``_v2`` before ``_v1`` before none) in the first folder."""
+    for pattern in patterns:
+        for folder in folders:
+            found = sorted(folder.glob(pattern), reverse=True)
+            if found:
+                return found[0]
+    return None
+
+
+def find_mps_files(mps_dir: str | os.PathLike, *, gaze: str | os.PathLike | None = None,
+                   hands: str | os.PathLike | None = None,
+                   trajectory: str | os.PathLike | None = None) -> MpsFiles:
+    """The gaze, hand-tracking and closed-loop trajectory CSVs of an MPS folder (files given
+    explicitly win), plus the folder's other data files as ``not_read``."""
+    root = Path(mps_dir)
+    if not root.is_dir():
+        return MpsFiles(gaze=Path(gaze) if gaze else None, hands=Path(hands) if hands else None,
+                        trajectory=Path(trajectory) if trajectory else None)
+    files = MpsFiles(root=root)
+    files.gaze = Path(gaze) if gaze else find_gaze_csv(root)
+    files.hands = Path(hands) if hands else _first_match([root / "hand_tracking", root], HAND_FILE_PATTERNS)
+    files.trajectory = Path(trajectory) if trajectory else _first_match(
+        [root / "slam", root / "trajectory", root], (TRAJECTORY_FILE_NAME,))
+    read = {p.resolve() for p in (files.gaze, files.hands, files.trajectory) if p}
+    files.not_read = sorted(str(p.relative_to(root)) for p in root.rglob("*")
+                            if p.is_file() and p.resolve() not in read and p.name not in _MPS_METADATA)
+    return files
 
 
 # ------------------------------------------------------------------------------------------------
@@ -227,11 +285,14 @@ def check_mps_csv(path: Path, layouts: tuple[CsvLayout, ...], what: str) -> tupl
 
 
 def read_mps_csv(path: Path, reader, layouts: tuple[CsvLayout, ...], what: str) -> tuple[list, CsvLayout]:
-    """Checks the file (check_mps_csv), reads it with projectaria-tools' ``reader`` (quietly) and
-    checks that the library read every row."""
+    """Checks the file (check_mps_csv), reads it with projectaria-tools' ``reader`` (quietly; a dict
+    picks the reader by layout name) and checks that the library read every row."""
     layout, rows, header = check_mps_csv(path, layouts, what)
-    with native_output_to_log(path.name):
-        items = list(reader(str(path)))
+    read = reader[layout.name] if isinstance(reader, dict) else reader
+    with native_output_to_log(path.name), catch_warnings():
+        # read_wrist_and_palm_poses warns that the API will be deprecated: not the user's concern.
+        simplefilter("ignore")
+        items = list(read(str(path)))
     if len(items) != rows:
         extra = [c for c in header if c not in layout.columns + layout.optional]
         why = (f"; it does not know the column(s) {', '.join(extra)}" if extra
@@ -265,6 +326,94 @@ def read_gaze(path: str | os.PathLike) -> GazeTrack:
     t_ns = np.array([device_ns(s.tracking_timestamp) for s in samples], dtype=np.int64)
     order = np.argsort(t_ns, kind="stable")
     return GazeTrack(path=path, t_ns=t_ns[order], samples=[samples[i] for i in order], layout=layout.name)
+
+
+@dataclass
+class HandSample:
+    """One MPS hand-tracking sample: per side None (not tracked) or (confidence, wrist, palm), the two
+    points in the device frame, metres."""
+
+    left: tuple[float, np.ndarray, np.ndarray] | None
+    right: tuple[float, np.ndarray, np.ndarray] | None
+
+
+@dataclass
+class HandTrack:
+    path: Path
+    t_ns: np.ndarray
+    samples: list[HandSample]
+    layout: str = ""
+
+
+def _hand_side(hand: Any) -> tuple[float, np.ndarray, np.ndarray] | None:
+    if hand is None:  # projectaria-tools gives None for a side whose confidence is -1 (not tracked)
+        return None
+    if hasattr(hand, "get_wrist_position_device"):  # hand_tracking_results: 21 landmarks
+        wrist, palm = hand.get_wrist_position_device(), hand.get_palm_position_device()
+    else:  # wrist_and_palm_poses
+        wrist, palm = hand.wrist_position_device, hand.palm_position_device
+    return (float(hand.confidence), np.asarray(wrist, dtype=np.float64).ravel(),
+            np.asarray(palm, dtype=np.float64).ravel())
+
+
+def read_hands(path: str | os.PathLike) -> HandTrack:
+    """Reads MPS ``hand_tracking_results*.csv`` or ``wrist_and_palm_poses*.csv`` with projectaria-tools'
+    readers, after check_mps_csv (the library reads an absent confidence or position column as 0)."""
+    from projectaria_tools.core.mps import hand_tracking
+
+    path = Path(path)
+    readers = {HAND_LAYOUTS[0].name: hand_tracking.read_hand_tracking_results,
+               HAND_LAYOUTS[1].name: hand_tracking.read_wrist_and_palm_poses}
+    items, layout = read_mps_csv(path, readers, HAND_LAYOUTS, "hand tracking")
+    t_ns = np.array([device_ns(i.tracking_timestamp) for i in items], dtype=np.int64)
+    order = np.argsort(t_ns, kind="stable")
+    samples = [HandSample(_hand_side(items[i].left_hand), _hand_side(items[i].right_hand)) for i in order]
+    return HandTrack(path=path, t_ns=t_ns[order], samples=samples, layout=layout.name)
+
+
+@dataclass
+class PoseTrack:
+    """MPS closed-loop trajectory poses (projectaria-tools ``ClosedLoopTrajectoryPose``), device ns."""
+
+    path: Path
+    t_ns: np.ndarray
+    poses: list
+
+
+def read_trajectory(path: str | os.PathLike) -> PoseTrack:
+    """Reads an MPS ``closed_loop_trajectory.csv`` with projectaria-tools, after check_mps_csv."""
+    from projectaria_tools.core import mps
+
+    path = Path(path)
+    poses, _ = read_mps_csv(path, mps.read_closed_loop_trajectory, TRAJECTORY_LAYOUTS, "trajectory")
+    t_ns = np.array([device_ns(p.tracking_timestamp) for p in poses], dtype=np.int64)
+    order = np.argsort(t_ns, kind="stable")
+    return PoseTrack(path=path, t_ns=t_ns[order], poses=[poses[i] for i in order])
+
+
+def hands_meta(sample: HandSample, dt_s: float, projector: GazeProjector) -> dict[str, Any]:
+    """A frame's ``meta["hands"]``: per side None (not tracked) or its confidence, wrist and palm in
+    the stored image's pixels (None when behind the camera or outside the image) and in the device
+    frame (metres); ``dt``: hand sample time minus frame time, seconds."""
+    out: dict[str, Any] = {"dt": dt_s}
+    for side in ("left", "right"):
+        hand = getattr(sample, side)
+        if hand is None:
+            out[side] = None
+            continue
+        confidence, wrist, palm = hand
+        out[side] = {"confidence": confidence, "wrist": projector.project_device_point(wrist),
+                     "palm": projector.project_device_point(palm),
+                     "wrist_device": wrist.tolist(), "palm_device": palm.tolist()}
+    return out
+
+
+def pose_meta(pose: Any, dt_s: float) -> dict[str, Any]:
+    """A frame's ``meta["device_pose"]``: T_world_device of the MPS closed-loop trajectory as a
+    translation (metres) and a unit quaternion (w, x, y, z), its quality score and SLAM map id."""
+    wxyz_xyz = np.asarray(pose.transform_world_device.to_quat_and_translation(), dtype=np.float64).ravel()
+    return {"dt": dt_s, "t_world_device": wxyz_xyz[4:].tolist(), "q_world_device_wxyz": wxyz_xyz[:4].tolist(),
+            "quality": float(pose.quality_score), "graph_uid": pose.graph_uid}
 
 
 def match_nearest(sample_ns: np.ndarray, query_ns: np.ndarray, tolerance_ns: int) -> tuple[np.ndarray, np.ndarray]:
@@ -308,6 +457,7 @@ class GazeProjector:
         transform_device_camera = device_calibration.get_transform_device_sensor(camera_label)
         # Same CPF as projectaria-tools' reprojection helper: the default one, in which MPS reports gaze.
         self.transform_camera_cpf = transform_device_camera.inverse() @ device_calibration.get_transform_device_cpf()
+        self.transform_camera_device = transform_device_camera.inverse()  # MPS hands are in the device frame
         self.width, self.height = (int(v) for v in self.camera.get_image_size())
         self.upright = upright
         self.default_depth_m = default_depth_m
@@ -323,7 +473,19 @@ class GazeProjector:
 
     def project_raw(self, sample: Any) -> np.ndarray | None:
         """Pixel in the raw (sensor-oriented) image, or None when the ray misses the camera."""
-        point_camera = self.transform_camera_cpf @ self.gaze_point_in_cpf(sample)
+        return self._pixel(self.transform_camera_cpf @ self.gaze_point_in_cpf(sample))
+
+    def project_device_point(self, point_device: Any) -> tuple[float, float] | None:
+        """A 3D point in the device frame (MPS wrist, palm) as (x, y) in the stored image, or None
+        when it is behind the camera or outside the image."""
+        point_camera = self.transform_camera_device @ np.asarray(point_device, dtype=np.float64).reshape(3, 1)
+        pixel = self._pixel(point_camera)
+        if pixel is None:
+            return None
+        x, y = float(pixel[0]), float(pixel[1])
+        return rotate_point_cw90(x, y, self.height) if self.upright else (x, y)
+
+    def _pixel(self, point_camera: np.ndarray) -> np.ndarray | None:
         pixel = self.camera.project(point_camera)
         if pixel is None:
             return None
@@ -490,18 +652,30 @@ def check_complete(vrs_path: Path, stream: str, read_frames: int, clock: TimeBas
     return gap, message
 
 
-def gaze_overlap_warning(track: GazeTrack | None, frame_ns: np.ndarray, tolerance_ns: int) -> str | None:
-    """A warning when no frame can get gaze because the gaze file covers another time (e.g. MPS output
-    of another recording: the Gen2 sample's gaze is ~6250 s before its frames)."""
+def gaze_overlap_warning(track: Any, frame_ns: np.ndarray, tolerance_ns: int, what: str = "gaze") -> str | None:
+    """A warning when no frame can get gaze (or hands, a pose) because the file covers another time
+    (e.g. MPS output of another recording: the Gen2 sample's gaze is ~6250 s before its frames)."""
     if track is None or len(frame_ns) == 0:
         return None
     if len(track.t_ns) == 0:
-        return f"{track.path}: no gaze samples, so no frame has gaze"
+        return f"{track.path}: no {what} samples, so no frame has {what}"
     if track.t_ns[-1] + tolerance_ns >= frame_ns[0] and track.t_ns[0] - tolerance_ns <= frame_ns[-1]:
         return None
-    return (f"{track.path}: gaze covers device time {track.t_ns[0] / 1e9:.3f}-{track.t_ns[-1] / 1e9:.3f} s but "
+    return (f"{track.path}: {what} covers device time {track.t_ns[0] / 1e9:.3f}-{track.t_ns[-1] / 1e9:.3f} s but "
             f"the RGB frames {frame_ns[0] / 1e9:.3f}-{frame_ns[-1] / 1e9:.3f} s: they do not overlap, so no "
-            "frame has gaze (is the gaze file from another recording?)")
+            f"frame has {what} (is the {what} file from another recording?)")
+
+
+def hand_status_counts(frames: list) -> dict[str, int]:
+    """Frames with a tracked hand, with a hand sample but no hand tracked, and with no hand sample
+    within the tolerance (``meta["hands"]`` None)."""
+    counts = Counter("missing" if f.meta["hands"] is None else
+                     "tracked" if f.meta["hands"]["left"] or f.meta["hands"]["right"] else "not_tracked"
+                     for f in frames)
+    points = sum(1 for f in frames if f.meta["hands"] for side in ("left", "right")
+                 if f.meta["hands"][side] for key in ("wrist", "palm") if f.meta["hands"][side][key])
+    return {"tracked": counts["tracked"], "not_tracked": counts["not_tracked"], "missing": counts["missing"],
+            "points_in_image": points}
 
 
 def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, participant: str,
@@ -509,14 +683,23 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
                 speech_csv: str | os.PathLike | None = None, rate_hz: float | None = 1.0,
                 gaze_tolerance_s: float = 0.1, upright: bool | None = None, time_base: str = "epoch",
                 camera_label: str = "camera-rgb", default_depth_m: float = 1.0,
-                overwrite: bool = False, allow_truncated: bool = False) -> IngestedRecording:
+                overwrite: bool = False, allow_truncated: bool = False,
+                hands_csv: str | os.PathLike | None = None, trajectory_csv: str | os.PathLike | None = None,
+                mps_tolerance_s: float = 0.1, mps_not_read: list[str] | None = None) -> IngestedRecording:
     """Writes an ingested recording folder (see egohorizon.data.ingested) from one Aria VRS file.
     A file cut short (fewer records than its VRS index lists) is refused unless ``allow_truncated``;
-    then the gap is kept in ``meta["truncated"]``. Warnings also go to ``meta["warnings"]``."""
+    then the gap is kept in ``meta["truncated"]``. Warnings also go to ``meta["warnings"]``.
+
+    MPS hand tracking (``hands_csv``) and the closed-loop trajectory (``trajectory_csv``) are matched
+    to each frame like gaze (nearest sample within ``mps_tolerance_s``) and kept in the frame's
+    ``meta["hands"]`` (wrist and palm projected into the stored image: hand pseudo-labels) and
+    ``meta["device_pose"]``; ``mps_not_read`` (the MPS folder's other files) goes to recording.json."""
     from projectaria_tools.core.calibration import DeviceVersion
     from projectaria_tools.core.sensor_data import TimeDomain
 
     vrs_path = Path(vrs_path)
+    if not (math.isfinite(mps_tolerance_s) and mps_tolerance_s > 0):
+        raise DataError(f"mps_tolerance_s (--mps-tolerance): expected seconds > 0, got {mps_tolerance_s}")
     provider, stream, calibration = open_vrs(vrs_path, camera_label)
     if upright is None:  # Gen1 mounts the RGB sensor rotated; Gen2 records upright.
         upright = calibration.get_device_version() == DeviceVersion.Gen1
@@ -528,16 +711,25 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
 
     projector = GazeProjector(calibration, camera_label, upright=upright, default_depth_m=default_depth_m)
     track = read_gaze(gaze_csv) if gaze_csv else None
+    hands = read_hands(hands_csv) if hands_csv else None
+    poses = read_trajectory(trajectory_csv) if trajectory_csv else None
     timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
     indices = sample_frame_indices(timestamps, rate_hz)
     tolerance_ns = round(gaze_tolerance_s * 1e9)
     gap, cut = check_complete(vrs_path, str(stream), len(timestamps), clock, camera_label,
                               allow_truncated=allow_truncated)
-    warnings = [w for w in (cut, gaze_overlap_warning(track, timestamps, tolerance_ns)) if w]
+    mps_tolerance_ns = round(mps_tolerance_s * 1e9)
+    warnings = [w for w in (cut, gaze_overlap_warning(track, timestamps, tolerance_ns),
+                            gaze_overlap_warning(hands, timestamps, mps_tolerance_ns, "hand tracking"),
+                            gaze_overlap_warning(poses, timestamps, mps_tolerance_ns, "trajectory")) if w]
     for warning in warnings:
         log.warning(warning)
     if track is not None:
         gaze_index, gaze_offset = match_nearest(track.t_ns, timestamps[indices], tolerance_ns)
+    if hands is not None:
+        hand_index, hand_offset = match_nearest(hands.t_ns, timestamps[indices], mps_tolerance_ns)
+    if poses is not None:
+        pose_index, pose_offset = match_nearest(poses.t_ns, timestamps[indices], mps_tolerance_ns)
 
     writer = RecordingWriter(out_dir, overwrite=overwrite)
     try:
@@ -557,9 +749,16 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
                     gaze, status = projector.project(sample)
                     confidence = gaze_confidence(sample)
                     offset = float(gaze_offset[position]) / 1e9
+            meta: dict[str, Any] = {"device_ns": int(record.capture_timestamp_ns)}
+            if hands is not None:
+                k = hand_index[position]
+                meta["hands"] = hands_meta(hands.samples[k], float(hand_offset[position]) / 1e9,
+                                           projector) if k >= 0 else None
+            if poses is not None:
+                k = pose_index[position]
+                meta["device_pose"] = pose_meta(poses.poses[k], float(pose_offset[position]) / 1e9) if k >= 0 else None
             writer.add_frame(image, t=clock(record.capture_timestamp_ns), gaze=gaze, gaze_status=status,
-                             gaze_confidence=confidence, gaze_dt=offset,
-                             meta={"device_ns": int(record.capture_timestamp_ns)})
+                             gaze_confidence=confidence, gaze_dt=offset, meta=meta)
         words = [Word(start=clock(w["start_ns"]), end=clock(w["end_ns"]), text=w["text"], confidence=w["confidence"])
                  for w in (read_speech(speech_csv) if speech_csv else [])]
         recording = writer.make_recording(words, participant=participant, day=day,
@@ -574,6 +773,11 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
             "gaze_file": str(track.path) if track else None, "gaze_tolerance_s": gaze_tolerance_s,
             "gaze_default_depth_m": default_depth_m, "speech_file": str(speech_csv) if speech_csv else None,
             "truncated": gap, "warnings": warnings,
+            "hands_file": str(hands.path) if hands else None,
+            "hand_status_counts": hand_status_counts(writer.frames) if hands else None,
+            "trajectory_file": str(poses.path) if poses else None,
+            "pose_frames": sum(f.meta["device_pose"] is not None for f in writer.frames) if poses else None,
+            "mps_tolerance_s": mps_tolerance_s, "mps_not_read": list(mps_not_read or []),
         }
         return writer.commit(recording, words)
     except BaseException:

@@ -6,7 +6,11 @@ One folder per recording::
                         source, camera, native image size, rotation applied, time base, gaze file,
                         gaze tolerance and counts of gaze statuses
     frames.jsonl        one line per sampled frame (FrameInfo): time, image file, gaze point in the
-                        stored image's native pixels (or null), gaze status, confidence, offset
+                        stored image's native pixels (or null), gaze status, confidence, offset;
+                        Aria frames' ``meta`` adds ``device_ns`` and, when MPS has them, ``hands``
+                        (per side null or confidence, wrist/palm pixels (null outside the image) and
+                        device-frame metres; null without a hand sample within the tolerance) and
+                        ``device_pose`` (closed-loop T_world_device: t_world_device, q_world_device_wxyz)
     frames/000000.jpg   the frames at native resolution, upright (rotation already applied)
     transcript.jsonl    one line per spoken word (Word): start, end, text, confidence
 
