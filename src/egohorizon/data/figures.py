@@ -46,15 +46,25 @@ def _listing(names: Sequence[str], limit: int = 12) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def _time_axis(events: Sequence[Event]) -> tuple[float, float, str]:
-    """(origin seconds, seconds per unit, axis label): hours of the UTC day for clock times, minutes from the
-    first event for device times (recordings without a wall clock)."""
+def _time_axis(events: Sequence[Event]) -> tuple[float, float, float, str, bool]:
+    """(origin seconds, seconds per unit, x of the origin, axis label, clock): clock times go on a
+    matplotlib date axis (days; its ticks read HH:MM, UTC), device times in minutes from the first event
+    (recordings without a wall clock)."""
+    from matplotlib import dates
+
     first = min(e.start for e in events)
     if first >= EPOCH_CLOCK_FROM:
-        day = datetime.fromtimestamp(first, UTC).date()
-        midnight = datetime.combine(day, datetime.min.time(), UTC).timestamp()
-        return midnight, 3600.0, f"hour of {day.isoformat()} (UTC)"
-    return first, 60.0, "minutes from the first event"
+        moment = datetime.fromtimestamp(first, UTC)
+        return first, 86400.0, float(dates.date2num(moment)), f"time of day, {moment.date().isoformat()} (UTC)", True
+    return first, 60.0, 0.0, "minutes from the first event", False
+
+
+def _clock_ticks(ax, span_seconds: float) -> None:
+    """HH:MM ticks (HH:MM:SS when the day drawn is shorter than ten minutes), at round clock times."""
+    from matplotlib import dates
+
+    ax.xaxis.set_major_locator(dates.AutoDateLocator(tz=UTC, minticks=4, maxticks=12))
+    ax.xaxis.set_major_formatter(dates.DateFormatter("%H:%M" if span_seconds >= 600 else "%H:%M:%S", tz=UTC))
 
 
 def _ancestor_colours(events: Sequence[Event]) -> dict[str, tuple[float, float, float, float]]:
@@ -79,8 +89,20 @@ def _ancestor_colours(events: Sequence[Event]) -> dict[str, tuple[float, float, 
 
 def plot_day(events: Iterable[Event], day: str, out: str | Path, participant: str | None = None,
              *, title: str | None = None) -> Path:
-    """An icicle (flame) chart of one day: one row per level, L5 on top, each event a box over its time
-    span, in its top ancestor's colour, with its text where the box is wide enough."""
+    """An icicle (flame) chart of one day (``day_figure``) as a PNG."""
+    import matplotlib.pyplot as plt
+
+    fig = day_figure(events, day, participant, title=title)
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=120, metadata={"Software": None})  # no version stamp: same events, same bytes
+    plt.close(fig)
+    return out
+
+
+def day_figure(events: Iterable[Event], day: str, participant: str | None = None, *, title: str | None = None):
+    """One row per level, L5 on top, each event a box over its time span, in its top ancestor's colour,
+    with its text where the box is wide enough; the x axis reads clock time (HH:MM, UTC) or minutes."""
     import matplotlib
 
     matplotlib.use("Agg")  # files only; no display on a cluster node
@@ -88,10 +110,10 @@ def plot_day(events: Iterable[Event], day: str, out: str | Path, participant: st
 
     who, chosen = day_events(events, day, participant)
     levels = sorted({e.level for e in chosen}, reverse=True)
-    origin, unit, xlabel = _time_axis(chosen)
+    origin, unit, base, xlabel, clock = _time_axis(chosen)
     colours = _ancestor_colours(chosen)
-    x0 = (min(e.start for e in chosen) - origin) / unit
-    x1 = (max(e.end for e in chosen) - origin) / unit
+    x0 = base + (min(e.start for e in chosen) - origin) / unit
+    x1 = base + (max(e.end for e in chosen) - origin) / unit
     span = max(x1 - x0, 1e-9)
     width_in = 16.0
     fig, ax = plt.subplots(figsize=(width_in, 0.9 * len(levels) + 1.4))
@@ -99,7 +121,7 @@ def plot_day(events: Iterable[Event], day: str, out: str | Path, participant: st
     for row, level in enumerate(levels):
         y = len(levels) - 1 - row
         for event in (e for e in chosen if e.level == level):
-            left, width = (event.start - origin) / unit, max(event.duration / unit, span * 2e-4)
+            left, width = base + (event.start - origin) / unit, max(event.duration / unit, span * 2e-4)
             ax.barh(y, width, left=left, height=0.9, color=colours[event.id], edgecolor="white", linewidth=0.4)
             room = int(width * chars_per_unit)
             if room >= 4 and event.text:
@@ -108,17 +130,15 @@ def plot_day(events: Iterable[Event], day: str, out: str | Path, participant: st
     ax.set_yticks(range(len(levels)), [f"L{lv}" for lv in reversed(levels)])
     ax.set_ylim(-0.6, len(levels) - 0.4)
     ax.set_xlim(x0 - span * 0.005, x1 + span * 0.005)
+    if clock:
+        _clock_ticks(ax, span * unit)
     ax.set_xlabel(xlabel)
     counts = ", ".join(f"L{lv} {sum(1 for e in chosen if e.level == lv)}" for lv in sorted(levels))
     ax.set_title(title or f"{who} {day}: {counts} events")
     for side in ("top", "right", "left"):
         ax.spines[side].set_visible(False)
     fig.tight_layout()
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(out, dpi=120, metadata={"Software": None})  # no version stamp: same events, same bytes
-    plt.close(fig)
-    return out
+    return fig
 
 
 def level_rows(events: Iterable[Event]) -> list[dict]:
