@@ -152,3 +152,33 @@ def test_deid_counts_reach_the_shard_index(tmp_path):
     deid = index.shards[0]["deid"]
     assert deid["frames"] == 4 and deid["text_boxes"] >= 2 and deid["faces"] >= 2
     assert index.totals()["deid"] == deid
+
+
+def test_deid_command_names_unreadable_files_and_exits_1_unless_allowed(tmp_path, monkeypatch, capsys):
+    """One rule for every command that reads images (issue 22, item 26; hands detect too,
+    tests/test_hands_inputs.py): skipped, counted, the first five named, exit 1 unless --allow-bad."""
+    from PIL import Image
+
+    import egohorizon.pipelines.deid as deid_module
+    from egohorizon.cli import main
+
+    class Unchanged:  # no detector: the rule is about reading the files
+        def __init__(self, **kwargs):
+            pass
+
+        def __call__(self, image):
+            return image, {"faces": 0, "text_boxes": 0}
+
+    monkeypatch.setattr(deid_module, "Deidentifier", Unchanged)
+    src = tmp_path / "frames"
+    src.mkdir()
+    Image.fromarray(np.zeros((8, 8, 3), np.uint8)).save(src / "good.png")
+    for i in range(6):
+        (src / f"bad_{i}.jpg").write_bytes(b"not a jpeg")
+    assert main(["deid", str(src), "--out", str(tmp_path / "out"), "--no-text"]) == 1
+    err = capsys.readouterr().err
+    assert ("6 of 7 file(s) skipped, not readable as images: bad_0.jpg, bad_1.jpg, bad_2.jpg, bad_3.jpg, "
+            "bad_4.jpg and 1 more (exit status 1; --allow-bad accepts them)") in err
+    assert main(["deid", str(src), "--out", str(tmp_path / "out2"), "--no-text", "--allow-bad"]) == 0
+    assert "6 of 7 file(s) skipped" in capsys.readouterr().err
+    assert (tmp_path / "out2" / "counts.jsonl").read_text().count("\n") == 1

@@ -131,7 +131,8 @@ def test_hands_detect_command_writes_boxes_and_scores(egohands, tmp_path, capsys
         shutil.copy(root / "images" / name, folder / name)
     (folder / "broken.jpg").write_bytes(b"not a jpeg")
     out = tmp_path / "boxes.jsonl"
-    assert main(["hands", "detect", str(folder), "--out", str(out), "--gold", str(root / "boxes.csv")]) == 0
+    # 1: broken.jpg was skipped (named in the result and on stderr; --allow-bad would accept it)
+    assert main(["hands", "detect", str(folder), "--out", str(out), "--gold", str(root / "boxes.csv")]) == 1
     result = json.loads(capsys.readouterr().out)
     lines = [json.loads(line) for line in out.read_text().splitlines()]
     assert result["boxes"] == len(lines) > 0

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from egohorizon.commands._args import out_dir
-
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+from egohorizon.pipelines.image_folder import IMAGE_SUFFIXES, BadImages, add_allow_bad, image_files, read_rgb  # noqa: F401 (read_rgb: this module's before)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,7 +16,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "on each image of IMAGES_DIR (not its subfolders) and writes the de-identified copies, "
                     "under the same file names, into --out, with --out/counts.jsonl: one line per image, "
                     '{"image": name, "faces": n, "text_boxes": n}. Copies carry no metadata (EXIF, GPS). '
-                    "Files that cannot be read as images are skipped and named; the exit status is then 1.")
+                    "Files that cannot be read as images are skipped and named; the exit status is then 1 "
+                    "(0 with --allow-bad).")
     parser.add_argument("images_dir", metavar="IMAGES_DIR", help="folder of images (.jpg .png .bmp .tif .webp)")
     parser.add_argument("--out", required=True, type=out_dir, help="output folder (not IMAGES_DIR)")
     parser.add_argument("--faces", action=argparse.BooleanOptionalAction, default=True,
@@ -27,17 +26,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="mask sensitive on-screen text (OCR; needs tesseract; default on)")
     parser.add_argument("--names", default=None, metavar="FILE",
                         help="names to hide too, one per line (as shards build --deid-names)")
+    add_allow_bad(parser)
     parser.set_defaults(handler=run_deid)
-
-
-def read_rgb(path: Path):
-    """The image as an upright RGB array; raises OSError/ValueError for a file that is not a whole image."""
-    import numpy as np
-    from PIL import Image, ImageOps
-
-    with Image.open(path) as image:
-        image.load()  # decodes now: a truncated file raises here instead of giving grey rows
-        return np.asarray(ImageOps.exif_transpose(image).convert("RGB"))
 
 
 def write_rgb(array, path: Path) -> None:
@@ -48,9 +38,7 @@ def write_rgb(array, path: Path) -> None:
 
 
 def run_deid(args: argparse.Namespace) -> int:
-    from PIL import Image
-
-    from egohorizon.errors import ConfigError, DataError
+    from egohorizon.errors import ConfigError
     from egohorizon.pipelines.deid import Deidentifier
     from egohorizon.pipelines.sensitive import read_names
     from egohorizon.schema import write_jsonl
@@ -62,22 +50,17 @@ def run_deid(args: argparse.Namespace) -> int:
         raise ConfigError(f"--out {out} is IMAGES_DIR: the de-identified copies would overwrite the originals")
     if not (args.faces or args.text):
         raise ConfigError("--no-faces and --no-text together leave nothing to do")
-    paths = sorted(p for p in source.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
-    if not paths:
-        raise DataError(f"{source}: no image files ({' '.join(IMAGE_SUFFIXES)})")
+    paths = image_files(source)
     names = read_names(args.names) if args.names else ()
     deidentify = Deidentifier(blur_faces=args.faces, mask_text=args.text, names=names)
     out.mkdir(parents=True, exist_ok=True)
-    skipped: list[str] = []
+    bad = BadImages(total=len(paths))
     totals = {"faces": 0, "text_boxes": 0}
 
     def counts():
         for path in paths:
-            try:
-                image = read_rgb(path)
-            except (OSError, ValueError, Image.DecompressionBombError) as error:  # PIL's UnidentifiedImageError is an OSError
-                print(f"warning: skipped {path}: not a readable image ({error})", file=sys.stderr)
-                skipped.append(path.name)
+            image = bad.read(path)
+            if image is None:
                 continue
             image, found = deidentify(image)
             write_rgb(image, out / path.name)
@@ -88,7 +71,4 @@ def run_deid(args: argparse.Namespace) -> int:
     written = write_jsonl(out / "counts.jsonl", counts())
     print(f"{out}: {written} images de-identified ({totals['faces']} faces, {totals['text_boxes']} text boxes); "
           f"counts in {out / 'counts.jsonl'}")
-    if skipped:
-        print(f"{len(skipped)} file(s) skipped, not readable as images: {', '.join(skipped)}", file=sys.stderr)
-    return 1 if skipped else 0
-
+    return bad.exit_status(args.allow_bad)

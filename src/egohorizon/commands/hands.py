@@ -21,6 +21,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.pipelines.image_folder import add_allow_bad
 
 MODELS = ("mediapipe", "mediapipe-defaults")
 
@@ -37,6 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     detect.add_argument("images", help="a folder of .jpg/.png images")
     detect.add_argument("--out", required=True, type=out_file, help="the boxes JSONL to write")
     detect.add_argument("--gold", help="a filename,width,height,class,xmin,ymin,xmax,ymax CSV to score against")
+    detect.add_argument("--allow-unlisted", action="store_true",
+                        help="with --gold: score images the CSV does not list as images without hands even when "
+                             "it lists none of them (default: an error, the names most likely do not match)")
+    add_allow_bad(detect)
     _add_model(detect)
     detect.set_defaults(handler=run_detect)
     label = sub.add_parser("label", help="box records for every frame of a shard folder (pseudo-labels)",
@@ -124,18 +129,29 @@ def _write_jsonl(path: str, records) -> int:
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    from egohorizon.pipelines.hands_frames import detect_images, image_files, read_box_csv, score_images
+    from egohorizon.pipelines.hands_frames import (
+        check_gold_coverage,
+        detect_images,
+        image_files,
+        read_box_csv,
+        score_images,
+    )
 
-    find, provenance = _finder(args)
     files = image_files(args.images)
-    records, skipped = detect_images(files, find)
+    gold = None
+    if args.gold:  # read and matched to the images before any detection: a mismatch fails in a second
+        gold = read_box_csv(args.gold)
+        unlisted = check_gold_coverage(args.gold, gold, [p.name for p in files], args.allow_unlisted)
+    find, provenance = _finder(args)
+    records, bad = detect_images(files, find)
     _write_jsonl(args.out, records)
-    result = {"out": args.out, "images": len(files), "boxes": len(records), "skipped": skipped, **provenance}
-    if args.gold:
-        result["score"] = score_images(records, read_box_csv(args.gold),
-                                       [p.name for p in files if p.name not in {s["image"] for s in skipped}])
+    result = {"out": args.out, "images": len(files), "boxes": len(records), "skipped": bad.skipped, **provenance}
+    if gold is not None:
+        skipped = {s["image"] for s in bad.skipped}
+        result["score"] = score_images(records, gold, [p.name for p in files if p.name not in skipped])
+        result["score"]["images_not_in_gold"] = len([name for name in unlisted if name not in skipped])
     write_result(result)
-    return 0
+    return bad.exit_status(args.allow_bad)
 
 
 def run_label(args: argparse.Namespace) -> int:

@@ -16,10 +16,10 @@ import numpy as np
 
 from egohorizon.errors import ConfigError
 from egohorizon.metrics.boxes import FPS, image_box_hits
+from egohorizon.pipelines.image_folder import BadImages, image_files  # noqa: F401 (image_files: this module's before)
 
 log = logging.getLogger(__name__)
 
-IMAGE_SUFFIXES = (".jpg", ".jpeg", ".png")
 # (rgb image) -> [(hand, [x1, y1, x2, y2], score), ...]
 BoxFinder = Callable[[np.ndarray], list[tuple[str, list[float], float]]]
 
@@ -35,39 +35,43 @@ def mediapipe_finder(settings=None) -> BoxFinder:
     return find
 
 
-def image_files(folder: str | Path) -> list[Path]:
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise ConfigError(f"{folder}: not a folder of images")
-    files = sorted(p for p in folder.iterdir() if p.suffix.lower() in IMAGE_SUFFIXES)
-    if not files:
-        raise ConfigError(f"{folder}: no .jpg/.jpeg/.png images")
-    return files
-
-
-def detect_images(files: list[Path], find: BoxFinder) -> tuple[list[dict[str, Any]], list[dict[str, str]]]:
-    """One record per box, ``{"image", "hand", "box", "score"}`` in the image's pixels; unreadable
-    images are skipped and listed (file and reason)."""
-    from PIL import Image, UnidentifiedImageError
-
-    records, skipped = [], []
+def detect_images(files: list[Path], find: BoxFinder) -> tuple[list[dict[str, Any]], BadImages]:
+    """One record per box, ``{"image", "hand", "box", "score"}`` in the image's pixels as stored (no
+    EXIF turn: gold CSVs give boxes in those pixels); unreadable images are skipped and kept in the
+    returned ``BadImages`` (file and reason)."""
+    records, bad = [], BadImages(total=len(files))
     for path in files:
-        try:
-            with Image.open(path) as opened:
-                image = np.asarray(opened.convert("RGB"))
-        except (OSError, UnidentifiedImageError) as error:
-            skipped.append({"image": path.name, "reason": f"{type(error).__name__}: {error}"})
-            continue
-        records += [{"image": path.name, "hand": hand, "box": box, "score": score}
-                    for hand, box, score in find(image)]
-    if skipped:
-        log.warning("%d of %d images unreadable, skipped", len(skipped), len(files))
-    return records, skipped
+        image = bad.read(path, upright=False)
+        if image is not None:
+            records += [{"image": path.name, "hand": hand, "box": box, "score": score}
+                        for hand, box, score in find(image)]
+    return records, bad
+
+
+def check_gold_coverage(gold_path: str | Path, gold: dict[str, list[list[float]]], images: list[str],
+                        allow_unlisted: bool = False) -> list[str]:
+    """The images (file names) not in the gold CSV. None of them in it is almost always a mismatch of
+    names (another folder, a path in the CSV, another frame numbering) and would score every box as a
+    false positive: refused unless ``allow_unlisted``; some missing is warned about (an image without
+    hands has no row in an EgoHands-style CSV)."""
+    unlisted = [name for name in images if name not in gold]
+    if not unlisted:
+        return unlisted
+    example_key = repr(next(iter(gold))) if gold else "none: the CSV holds no boxes"
+    if len(unlisted) == len(images) and not allow_unlisted:
+        raise ConfigError(f"--gold {gold_path}: none of the {len(images)} images looked up is in it (e.g. image "
+                          f"{images[0]!r}; a key of the CSV's filename column: {example_key}); images are looked "
+                          "up by file name. Pass --allow-unlisted to score them as images without hands")
+    log.warning("--gold %s: %d of %d images are not in it (e.g. %r; a CSV key: %s) and are scored as images "
+                "without hands", gold_path, len(unlisted), len(images), unlisted[0], example_key)
+    return unlisted
 
 
 def read_box_csv(path: str | Path) -> dict[str, list[list[float]]]:
     """Gold boxes by image file name from an EgoHands-style CSV; errors name file, line and field."""
     path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"--gold {path}: no such file (a filename,width,height,class,xmin,ymin,xmax,ymax CSV)")
     gold: dict[str, list[list[float]]] = defaultdict(list)
     with path.open(newline="", encoding="utf-8") as handle:
         reader = csv.DictReader(handle)
