@@ -103,6 +103,10 @@ def test_clips_need_enough_days_and_a_real_labels_file(demo_shards, tmp_path):
         build_pseudo_clips(demo_shards, tmp_path / "labels.jsonl", tmp_path / "b", val_days=1, test_days=0)
     assert main(["hands", "clips", str(demo_shards), "--labels", str(tmp_path / "labels.jsonl"),
                  "--out", str(tmp_path / "c"), "--size", "wide"]) != 0
+    # labels of another shard folder: every window unknown, and the message says so with a name of each
+    (tmp_path / "other.jsonl").write_text('{"clip": "elsewhere-w0", "frame": 0, "hand": "left", "box": [1, 1, 5, 5]}\n')
+    with pytest.raises(ConfigError, match="none of the 1 labelled windows is in .*'elsewhere-w0', shard window"):
+        build_pseudo_clips(demo_shards, tmp_path / "other.jsonl", tmp_path / "d", val_days=1, test_days=0)
 
 
 @pytest.mark.slow

@@ -17,7 +17,8 @@ VLM trains on real frames with ``data.clips_dir=DIR``:
   days that have a labelled box (a held-out split without one has nothing to score), the rest train.
 
 Label lines that are not valid ``HandBox`` records, or name a window that is not in the shards, are
-skipped and counted (file and line of the first few are kept), never fatal.
+skipped and counted (file and line of the first few are kept); a labels file without one valid line,
+or of another record type (an events file), is refused with its first bad lines or its type.
 """
 
 from __future__ import annotations
@@ -40,30 +41,48 @@ MAX_LISTED = 20  # problems listed by file and line; the rest are only counted
 
 
 def read_labels(path: str | Path) -> tuple[dict[str, list[dict[str, Any]]], list[str], int]:
-    """Window -> its label records, the first problems (file, line, field) and the number skipped."""
-    from egohorizon.schema import HandBox
+    """Window -> its label records, the first problems (file, line, field) and the number skipped.
+
+    A file of another record type (an events file given where labels are expected) or one without a
+    single valid label is refused, naming the type or the first bad lines: skipping every line would
+    end later in a puzzling "boxes on 0 days"."""
+    from egohorizon.schema import HandBox, detect_record_type, iter_json_lines
 
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"{path}: no such labels file (write one with `egohorizon hands label SHARDS --out ...`)")
+    kind = detect_record_type(path)
+    if kind is not None and kind is not HandBox:
+        raise ConfigError(f"{path}: {_kind_text(kind)}, not hand box labels ({{\"clip\", \"frame\", \"hand\", "
+                          "\"box\"} lines); write labels with `egohorizon hands label SHARDS --out labels.jsonl`")
     by_window: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    problems, skipped = [], 0
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-                box, bad = HandBox.from_dict(obj) if isinstance(obj, dict) else (None, [("line", "not an object")])
-            except json.JSONDecodeError as error:
-                box, bad = None, [("line", f"not JSON ({error.msg})")]
-            if bad:
-                skipped += 1
-                if len(problems) < MAX_LISTED:
-                    problems.append(f"{path}, line {line_no}: " + "; ".join(f"{f}: {p}" for f, p in bad))
-                continue
-            by_window[box.clip].append({"frame": box.frame, "hand": box.hand, "box": list(box.box)})
+    problems, skipped, lines = [], 0, 0
+    for line_no, obj, json_problem in iter_json_lines(path):
+        lines += 1
+        if json_problem:
+            box, bad = None, [("", json_problem)]
+        else:
+            box, bad = HandBox.from_dict(obj) if isinstance(obj, dict) else (None, [("", "not a JSON object")])
+        if bad:
+            skipped += 1
+            if len(problems) < MAX_LISTED:
+                problems.append(f"{path}, line {line_no}: " + "; ".join(f"field {f!r}: {p}" if f else p for f, p in bad))
+            continue
+        by_window[box.clip].append({"frame": box.frame, "hand": box.hand, "box": list(box.box)})
+    if not by_window and problems:  # an empty file is a detector that found no hand: the days check speaks
+        first = "; ".join(problems[:3])
+        raise ConfigError(f"{path}: no valid hand box label in {lines} lines; first problems: {first}")
+    if skipped:
+        log.warning("%s: %d of %d label lines skipped; first: %s", path, skipped, lines, problems[0])
     return dict(by_window), problems, skipped
+
+
+def _kind_text(kind: type) -> str:
+    from egohorizon.schema import Event
+
+    if kind is Event:
+        return "an events file (Event records, SPEC §5)"
+    return f"a file of {kind.__name__} records"
 
 
 def _resized(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
@@ -139,8 +158,11 @@ def build_pseudo_clips(shards: str | Path, labels: str | Path, out: str | Path, 
     boxed = {b["clip"] for b in boxes}
     labelled_days = sorted({(c["participant"], c["day"]) for c in clips if c["clip"] in boxed})
     if len(labelled_days) < val_days + test_days:
+        # labels written for another shard folder match no window: say so, with a name of each
+        unmatched = (f"; none of the {len(by_window)} labelled windows is in {shards} (e.g. label window "
+                     f"{unknown[0]!r}, shard window {min(seen)!r})") if unknown and not boxed else ""
         raise ConfigError(f"{labels}: boxes on {len(labelled_days)} days, fewer than the {val_days} validation + "
-                          f"{test_days} test days to hold out (a held-out day needs a labelled hand)")
+                          f"{test_days} test days to hold out (a held-out day needs a labelled hand){unmatched}")
     held = random.Random(f"hands-pseudo/{seed}").sample(labelled_days, val_days + test_days)
     split_of = {d: "val" if d in held[:val_days] else "test" if d in held[val_days:] else "train" for d in days}
     participants: dict[str, dict[str, str]] = defaultdict(dict)
