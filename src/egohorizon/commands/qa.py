@@ -96,19 +96,23 @@ def run_generate(args: argparse.Namespace) -> int:
     from egohorizon.data.leakage import check_qa_items
     from egohorizon.data.splits import DaySplit, make_day_split
     from egohorizon.errors import ConfigError
+    from egohorizon.progress import StepProgress
     from egohorizon.schema import write_jsonl
 
     if args.per_day < 1 or args.min_history_days < 0 or args.train_per_day < 0:
         raise ConfigError(f"--per-day must be >= 1, --min-history-days and --train-per-day >= 0, got "
                           f"{args.per_day}, {args.min_history_days}, {args.train_per_day}")
-    world = load_demo_world(args.world)
+    progress = StepProgress()  # a bar with ETA on stderr when it is a terminal, else a log line every 30 s
+    with progress.step("loading the demo world"):  # generated on first use: minutes
+        world = load_demo_world(args.world)
     if args.split_file:
         split = DaySplit.load(args.split_file)
     else:
         split = make_day_split(world.events, val_frac=args.val_frac, test_frac=args.test_frac, seed=args.seed,
                                min_history_days=args.min_history_days)
     items, report = generate_items(world, split, seed=args.seed, per_day=args.per_day,
-                                   min_history_days=args.min_history_days, train_per_day=args.train_per_day)
+                                   min_history_days=args.min_history_days, train_per_day=args.train_per_day,
+                                   progress=progress)
     check_qa_items(items, split)
     out = Path(args.out)
     write_jsonl(out, items)

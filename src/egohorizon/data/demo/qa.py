@@ -34,6 +34,7 @@ from egohorizon.data.demo.qa_history import History
 from egohorizon.data.demo.qa_tasks import MAKERS, Draft
 from egohorizon.data.splits import DaySplit
 from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS
+from egohorizon.progress import QUIET, StepProgress
 from egohorizon.schema import QAItem
 
 
@@ -95,35 +96,40 @@ def _rebalance_distractors(drafts: list[tuple[str, str, float, Draft]], rng: ran
 
 
 def generate_items(world, split: DaySplit, seed: int = 0, per_day: int = 1, min_history_days: int = 3,
-                   tasks: list[str] | None = None, draws: int = 4, train_per_day: int = 0
-                   ) -> tuple[list[QAItem], dict[str, Any]]:
+                   tasks: list[str] | None = None, draws: int = 4, train_per_day: int = 0,
+                   progress: StepProgress = QUIET) -> tuple[list[QAItem], dict[str, Any]]:
     """Items of every task type for every participant's days (module doc), and a report: items per task
     and split, answer positions, and how many question times gave no item, per task.
 
     ``train_per_day`` > 0 adds that many more question times per task type on every *training* day, drawn
     by a second pass with its own random stream (``extra_training_items``): the items of the first pass,
-    val and test included, are the same bytes with or without them."""
-    items, no_item = _generate(world, split, seed, per_day, min_history_days, tasks, draws)
+    val and test included, are the same bytes with or without them. ``progress`` shows each pass's
+    question times done (a bar with ETA on a terminal)."""
+    items, no_item = _generate(world, split, seed, per_day, min_history_days, tasks, draws, progress=progress)
     if train_per_day > 0:
-        items += extra_training_items(world, split, items, seed, train_per_day, min_history_days, tasks, draws)
+        items += extra_training_items(world, split, items, seed, train_per_day, min_history_days, tasks, draws,
+                                      progress=progress)
     return items, report(items, no_item)
 
 
 def extra_training_items(world, split: DaySplit, base: list[QAItem], seed: int, per_day: int,
-                         min_history_days: int = 3, tasks: list[str] | None = None, draws: int = 4) -> list[QAItem]:
+                         min_history_days: int = 3, tasks: list[str] | None = None, draws: int = 4,
+                         progress: StepProgress = QUIET) -> list[QAItem]:
     """More training items (issue 13: ~600 items cannot teach a random-weight model to read its inputs):
     ``per_day`` question times per task type on each training day, from a random stream of their own
     (seed + 7919), ids tagged ``x``; a question (person, task, wording, answer) already among ``base`` is
     dropped. Only training days are asked about, so val and test are untouched."""
     train_only = DaySplit({p: {d: s for d, s in days.items() if s == "train"} for p, days in split.days.items()},
                           dict(split.settings))
-    extra, _ = _generate(world, train_only, seed + 7919, per_day, min_history_days, tasks, draws, id_tag="x")
+    extra, _ = _generate(world, train_only, seed + 7919, per_day, min_history_days, tasks, draws, id_tag="x",
+                         progress=progress, label="more training questions")
     asked = {(i.participant, i.task, i.question, i.options[ord(i.answer) - ord("A")]) for i in base}
     return [i for i in extra if (i.participant, i.task, i.question, i.options[ord(i.answer) - ord("A")]) not in asked]
 
 
 def _generate(world, split: DaySplit, seed: int, per_day: int, min_history_days: int, tasks: list[str] | None,
-              draws: int, id_tag: str = "") -> tuple[list[QAItem], Counter]:
+              draws: int, id_tag: str = "", progress: StepProgress = QUIET,
+              label: str = "drafting questions") -> tuple[list[QAItem], Counter]:
     tasks = tasks or list(MAKERS)
     unknown = sorted(set(tasks) - set(MAKERS))
     if unknown:
@@ -135,31 +141,38 @@ def _generate(world, split: DaySplit, seed: int, per_day: int, min_history_days:
     no_item: Counter = Counter()
     seen_questions: set[tuple[str, str, str]] = set()
     participants = sorted({r.participant for r in world.recordings})
-    for participant in participants:
-        history = History(participant, world.events, world.recordings)
-        for day in history.days()[min_history_days:]:
-            sessions = history.sessions_of(day)
-            day_split = split.get(participant, day)
-            if day_split is None:
-                continue
-            for task in tasks:
-                for n in range(per_day):
-                    session = rng.choice(sessions)
-                    t_q = float(session.end)
-                    past = history.until(t_q)
-                    right = right_so_far[task, participant]
-                    candidates = [d for d in (MAKERS[task](past, rng, world) for _ in range(draws))
-                                  if d is not None and (participant, task, d.question, d.answer) not in seen_questions]
-                    if not candidates:
-                        no_item[task] += 1
-                        continue
-                    # The draft whose answer has been right least often so far (the first among ties).
-                    draft = min(candidates, key=lambda d: right[d.answer])
-                    right[draft.answer] += 1
-                    seen_questions.add((participant, task, draft.question, draft.answer))
-                    drafted.append((task, participant, draft, {
-                        "id": f"demo-{participant}-{day}-{_task_slug(task)}-{id_tag}{n}",
-                        "meta": {"t_question": t_q, "day": day, "split": day_split}}))
+    histories = [History(participant, world.events, world.recordings) for participant in participants]
+    # The question times to come (days with a split, times task types and per_day): the bar's total.
+    total = sum(len(tasks) * per_day for h in histories for day in h.days()[min_history_days:]
+                if split.get(h.participant, day) is not None)
+    with progress.step(label, total, unit="questions") as advance:
+        for participant, history in zip(participants, histories):
+            for day in history.days()[min_history_days:]:
+                sessions = history.sessions_of(day)
+                day_split = split.get(participant, day)
+                if day_split is None:
+                    continue
+                for task in tasks:
+                    for n in range(per_day):
+                        session = rng.choice(sessions)
+                        t_q = float(session.end)
+                        past = history.until(t_q)
+                        right = right_so_far[task, participant]
+                        drafts = (MAKERS[task](past, rng, world) for _ in range(draws))
+                        candidates = [d for d in drafts if d is not None
+                                      and (participant, task, d.question, d.answer) not in seen_questions]
+                        if not candidates:
+                            no_item[task] += 1
+                            advance(1)
+                            continue
+                        # The draft whose answer has been right least often so far (the first among ties).
+                        draft = min(candidates, key=lambda d: right[d.answer])
+                        right[draft.answer] += 1
+                        seen_questions.add((participant, task, draft.question, draft.answer))
+                        drafted.append((task, participant, draft, {
+                            "id": f"demo-{participant}-{day}-{_task_slug(task)}-{id_tag}{n}",
+                            "meta": {"t_question": t_q, "day": day, "split": day_split}}))
+                        advance(1)
     _rebalance_distractors([(t, p, f["meta"]["t_question"], d) for t, p, d, f in drafted], rng)
     items: list[QAItem] = []
     for task, participant, draft, fields in drafted:
