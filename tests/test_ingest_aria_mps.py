@@ -274,3 +274,15 @@ def test_cli_refuses_a_broken_hand_csv(shared_data, aea, tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and f"error: {hands}:1: not a complete MPS wrist and palm poses header" in err
     assert "right_tracking_confidence" in err and not (tmp_path / "rec").exists()
+
+
+def test_tolerance_must_be_positive(aea, tmp_path, capsys):
+    with pytest.raises(DataError, match=r"mps_tolerance_s \(--mps-tolerance\): expected seconds > 0, got 0"):
+        ingest_aria(aea[0], tmp_path / "rec", participant="p1", mps_tolerance_s=0)
+    try:  # refused by argparse (SystemExit 2) or by ingest_aria (exit 2): either names the option
+        code = main(["ingest", "aria", str(aea[0]), "--participant", "p1", "--mps-tolerance=-1",
+                     "--out", str(tmp_path / "rec")])
+    except SystemExit as exit_info:
+        code = exit_info.code
+    assert code == 2 and "--mps-tolerance" in capsys.readouterr().err
+    assert not (tmp_path / "rec").exists()

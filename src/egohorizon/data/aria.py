@@ -107,7 +107,7 @@ def native_output_to_log(what: str) -> Iterator[None]:
         os.dup2(sink.fileno(), 2)
         try:
             yield
-        finally:
+        finally:  # also when the library raises: what it printed explains why
             with contextlib.suppress(Exception):  # C stdio buffers what it prints to a non-terminal
                 ctypes.CDLL(None).fflush(None)
             os.dup2(saved[0], 1)
@@ -115,10 +115,9 @@ def native_output_to_log(what: str) -> Iterator[None]:
             for fd in saved:
                 os.close(fd)
             sink.seek(0)
-            text = sink.read().decode("utf-8", errors="replace")
-    for line in _ANSI.sub("", text).splitlines():
-        if line.strip():
-            log.debug("projectaria-tools (%s): %s", what, line.strip())
+            for line in _ANSI.sub("", sink.read().decode("utf-8", errors="replace")).splitlines():
+                if line.strip():
+                    log.debug("projectaria-tools (%s): %s", what, line.strip())
 
 
 HAND_FILE_PATTERNS = ("hand_tracking_results*.csv", "wrist_and_palm_poses*.csv")  # newer kind first
