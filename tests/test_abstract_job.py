@@ -73,6 +73,9 @@ class RuleServer:
                 with server.lock:
                     server.requests.append(messages)
                 prompt = messages[0]["content"]
+                if body.get("model") == "reject":  # a server that refuses every request, as vLLM does a bad model name
+                    self.send_error(400, "The model `reject` does not exist.")
+                    return
                 if "broken" in prompt:
                     answer = "Here are the groups: breakfast, then work."
                 elif "flaky" in prompt and len(messages) == 1:
@@ -145,11 +148,12 @@ def test_abstract_against_a_server(tmp_path, events_file, server, capsys):
     out = tmp_path / "h"
     code, report = run(capsys, events_file, "--out", out, "--levels", 5, "--model", "rule",
                        "--base-url", server.url, "--max-events", 12, "--overlap", 3)
-    assert code == 0
+    assert code == 1  # a failed day: exit 1 unless --allow-failed-days
     assert (report["days"], report["days_ok"], report["days_failed"]) == (3, 2, 1)
     failure = report["failures"][0]
     assert failure["day"] == "p2/2025-03-03" and failure["kind"] == "output" and "FIRST-LAST" in failure["reason"]
-    assert report["hierarchy_ok"], report["hierarchy_problems"]
+    assert report["failed_days"][0].startswith("p2/2025-03-03: output: ")
+    assert report["hierarchy_valid"] and not report["hierarchy_ok"], report["hierarchy_problems"]
     events = load_jsonl(out / "events.jsonl", Event)
     assert {e.participant for e in events} == {"p1"}  # the failed day is left out, not patched
     assert check_hierarchy(events).ok and {e.level for e in events} == {1, 2, 3, 4, 5}
@@ -171,14 +175,34 @@ def test_abstract_against_a_server(tmp_path, events_file, server, capsys):
     # a rerun asks nothing and writes the same events
     before, calls = (out / "events.jsonl").read_bytes(), len(server.requests)
     code, again = run(capsys, events_file, "--out", out, "--model", "rule", "--base-url", server.url,
-                      "--max-events", 12, "--overlap", 3)
+                      "--max-events", 12, "--overlap", 3, "--allow-failed-days")
     assert code == 0 and len(server.requests) == calls and again["days_done_now"] == 0
     assert (out / "events.jsonl").read_bytes() == before
 
     # --retry-failed asks again, from the cache: still no request, still failed
     code, again = run(capsys, events_file, "--out", out, "--model", "rule", "--base-url", server.url,
-                      "--max-events", 12, "--overlap", 3, "--retry-failed")
+                      "--max-events", 12, "--overlap", 3, "--retry-failed", "--allow-failed-days")
     assert code == 0 and again["days_done_now"] == 1 and again["cache_misses"] == 0 and len(server.requests) == calls
+
+
+def test_a_run_whose_every_day_failed_exits_1_and_names_each_day_and_error(tmp_path, events_file, server, capsys):
+    """Every request refused (HTTP 400): it exited 0 with hierarchy_ok true over an empty hierarchy."""
+    out = tmp_path / "h"
+    code = main(["abstract", str(events_file), "--out", str(out), "--model", "reject", "--base-url", server.url])
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert code == 1 and report["days_ok"] == 0 and report["days_failed"] == 3
+    assert not report["hierarchy_ok"] and report["hierarchy_valid"]  # nothing written breaks a rule: nothing is
+    assert len(report["failed_days"]) == 3
+    assert all(line.split(": ")[1] == "model" and "HTTP 400" in line and "does not exist" in line
+               for line in report["failed_days"])
+    assert json.loads((out / "report.json").read_text())["failed_days"] == report["failed_days"]
+    assert f"3 of 3 days failed and are left out of {out / 'events.jsonl'}" in captured.err
+    assert "p1/2025-03-03: model: " in captured.err and "HTTP 400" in captured.err
+    assert "--allow-failed-days" in captured.err
+    code = main(["abstract", str(events_file), "--out", str(out), "--model", "reject", "--base-url", server.url,
+                 "--allow-failed-days"])  # model failures are asked again each run; accepted here
+    assert code == 0 and "accepted (--allow-failed-days)" in capsys.readouterr().err
 
 
 def test_chunks_keep_groups_whole_across_the_overlap(tmp_path, server, capsys):
@@ -197,7 +221,8 @@ def test_chunks_keep_groups_whole_across_the_overlap(tmp_path, server, capsys):
 
 def test_resume_after_a_torn_write_and_a_refusal_to_mix_models(tmp_path, events_file, server, capsys):
     out = tmp_path / "h"
-    args = [events_file, "--out", out, "--levels", 3, "--model", "rule", "--base-url", server.url]
+    args = [events_file, "--out", out, "--levels", 3, "--model", "rule", "--base-url", server.url,
+            "--allow-failed-days"]  # the "broken" day fails by design
     run(capsys, *args)
     full = (out / "events.jsonl").read_bytes()
     lines = (out / "days.jsonl").read_bytes().split(b"\n")

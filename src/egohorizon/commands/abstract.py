@@ -55,6 +55,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--no-cache", dest="cache", action="store_false", help="do not cache replies in OUT/cache")
     parser.add_argument("--retry-failed", action="store_true",
                         help="abstract again days whose replies were all invalid (server failures always are)")
+    parser.add_argument("--allow-failed-days", action="store_true",
+                        help="exit 0 when some days failed and were left out of the hierarchy (they are still "
+                             "listed with their error; default: exit status 1)")
     parser.set_defaults(handler=run_abstract)
 
 
@@ -80,4 +83,23 @@ def run_abstract(args: argparse.Namespace) -> int:
                          retry_failed=args.retry_failed).run()
     write_result({k: v for k, v in report.items() if k != "hierarchy_problems"}
                  | {"hierarchy_problems": report["hierarchy_problems"][:20]})
-    return 0 if report["hierarchy_ok"] else 1
+    return _exit_status(report, args.allow_failed_days)
+
+
+def _exit_status(report: dict, allow_failed_days: bool) -> int:
+    """1 when the written hierarchy breaks an invariant, or when days failed (named on stderr with their
+    error) unless the user accepts that; a run whose every day failed used to exit 0."""
+    import sys
+
+    failed = report["failed_days"]
+    if failed:
+        shown = "".join(f"\n  {line[:300]}" for line in failed[:10])
+        more = f"\n  ... and {len(failed) - 10} more (report.json lists them)" if len(failed) > 10 else ""
+        hint = ("accepted (--allow-failed-days)" if allow_failed_days else
+                "exit status 1; --allow-failed-days accepts this, --retry-failed asks again for days whose "
+                "replies were invalid")
+        print(f"warning: {len(failed)} of {report['days']} days failed and are left out of {report['events_file']} "
+              f"({hint}):{shown}{more}", file=sys.stderr)
+    if not report["hierarchy_valid"] or (failed and not allow_failed_days):
+        return 1
+    return 0

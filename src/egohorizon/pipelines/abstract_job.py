@@ -159,11 +159,17 @@ class AbstractJob:
         check = check_hierarchy(events)
         summary = check.to_dict()
         figures = write_level_figures(events, self.out, title=f"{len({(e.participant, e.day) for e in events})} days built")
+        missing = [d for d in days if d not in done]
         return {"out": str(self.out), "events_file": str(self.out / "events.jsonl"), "days": len(days),
                 "days_ok": sum(1 for d in days if (done.get(d) or {}).get("status") == OK),
-                "days_failed": len(failures), "days_missing": sum(1 for d in days if d not in done),
+                "days_failed": len(failures), "days_missing": len(missing),
+                "failed_days": [f"{f['day']}: {f['kind']}: {f['reason']}" for f in failures] + [
+                    f"{d}: missing: not abstracted (the run stopped before it)" for d in missing],
                 "failures": failures, "model_calls": calls, "invalid_replies": invalid,
-                "hierarchy_ok": summary["ok"], "hierarchy_problems": summary["problems"],
+                # ok: the written events hold the invariants *and* every input day is in them; a
+                # hierarchy without its failed days is valid but not the one asked for
+                "hierarchy_ok": summary["ok"] and not failures and not missing,
+                "hierarchy_valid": summary["ok"], "hierarchy_problems": summary["problems"],
                 "levels": summary["levels"], "compression": summary["compression"], "figures": figures,
                 **self.provenance}
 
