@@ -50,8 +50,10 @@ class AbstractDataModule(TaskDataModule):
         bucket_factor: int = 50,
         num_workers: int = 0,
         seed: int = 0,
+        split_file: str | None = None,
     ):
-        """``levels``: the levels whose runs are grouped (1 builds L2, ..., 4 builds L5); ``max_events``:
+        """``split_file``: a day split file (a run's ``split.json``) instead of one drawn from the fractions
+        and seed (eval.py passes the evaluated run's own); ``levels``: the levels whose runs are grouped (1 builds L2, ..., 4 builds L5); ``max_events``:
         events per item (the job's --max-events); ``train_lengths``: ``spread`` cuts training runs with
         lengths drawn from ``min_events..max_events`` (deterministic per seed), ``fixed`` every
         ``max_events`` events (val/test runs are always cut at fixed positions); ``*_stride``: every n-th window of a session;
@@ -70,6 +72,7 @@ class AbstractDataModule(TaskDataModule):
         self.bucket_factor, self.num_workers, self.seed = bucket_factor, num_workers, seed
         self.items: dict[str, list[AbstractItem]] | None = None
         self.split = None
+        self.split_file = split_file
         self._datasets: dict[str, EncodedPoints] = {}
 
     # -- items ---------------------------------------------------------------------------------
@@ -80,10 +83,10 @@ class AbstractDataModule(TaskDataModule):
     def prepare(self) -> None:
         if self.items is not None:
             return
-        from egohorizon.data.splits import make_day_split
+        from egohorizon.data.splits import DaySplit, make_day_split
 
         events = self.load_events()
-        self.split = make_day_split(events, **self.split_args)
+        self.split = DaySplit.load(self.split_file) if self.split_file else make_day_split(events, **self.split_args)
         items = {}
         for name in SPLITS:
             days = {f"{p}/{d}" for p, d in self.split.days_in(name)}

@@ -13,6 +13,9 @@
    and scores (``egohorizon.tasks``); only tasks that have a callback need it. ``eval_options(split)``:
    scoring options that only the data knows, added to the callback's ``score_options`` (the caption
    task's most frequent training action); none by default.
+6. ``day_split()`` and ``item_days(split)``: the day split used and each held-out item's (participant,
+   day) pairs; the run records the split (``split.json``) and eval.py and compare check scored items
+   against it (``egohorizon.split_record``).
 
 Nothing is patched into a datamodule from outside: these calls are the whole interface.
 """
@@ -44,6 +47,21 @@ class TaskDataModule(L.LightningDataModule):
     def eval_options(self, split: str) -> dict[str, Any]:
         """Options for the task's ``evaluate`` that come from the data (e.g. training-day statistics)."""
         return {}
+
+    def day_split(self):
+        """The ``DaySplit`` the splits were made with (recorded in the run folder as ``split.json``,
+        ``egohorizon.split_record``), or None when the datamodule knows none (points read from a file)."""
+        from egohorizon.data.splits import DaySplit
+
+        split = getattr(self, "split", None)
+        return split if isinstance(split, DaySplit) else None
+
+    def item_days(self, split: str) -> dict[str, set[tuple[str, str]]]:
+        """Item id -> the (participant, day) pairs its gold comes from, for the held-out items of ``split``:
+        what eval.py and compare check against a run's training days."""
+        from egohorizon.split_record import days_of_item
+
+        return {item_id: days_of_item(item) for item_id, item in self.eval_items(split).items()}
 
     def eval_items(self, split: str) -> dict[str, Any]:
         """The held-out items of ``split`` by id; a datamodule without generation metrics has none."""

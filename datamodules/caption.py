@@ -262,6 +262,7 @@ class CaptionDataModule(TaskDataModule):
         self.frames_per_window, self.random_train_frames = frames_per_window, random_train_frames
         self.index = None
         self.selected: dict[str, list[dict]] = {}
+        self.split = None
         self._eval_items: dict[str, dict[str, Any]] = {}
         self._most_frequent: tuple[str, str] | None = None
 
@@ -367,7 +368,7 @@ class CaptionDataModule(TaskDataModule):
             return
         self.index = ShardIndex.load(self.shard_dir())
         self.index.require_screen_text()  # the prompt's "Text on screen:" line comes from the shards
-        split = self._day_split()
+        split = self.split = self._day_split()  # day_split() hands it to the run's split record
         for name in SPLITS:
             self.selected[name] = self.index.select(days=split.days_in(name))
         unknown = [e["path"] for e in self.index.shards if split.get(e["participant"], e["day"]) is None]

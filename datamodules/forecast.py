@@ -62,9 +62,12 @@ class ForecastDataModule(TaskDataModule):
         save_points_to: str | None = None,
         eval_split: str = "test",
         points_file: str | None = None,
+        split_file: str | None = None,
     ):
         """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
-        ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``)."""
+        ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
+        ``split_file``: a day split file (``splits.json``, a run's ``split.json``) used instead of one
+        drawn from the fractions and seed (eval.py passes the evaluated run's own)."""
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
@@ -83,7 +86,7 @@ class ForecastDataModule(TaskDataModule):
         self.save_points_to = save_points_to
         if eval_split not in ("val", "test"):
             raise ConfigError(f"split: expected 'val' or 'test', got {eval_split!r}")
-        self.eval_split, self.points_file = eval_split, points_file
+        self.eval_split, self.points_file, self.split_file = eval_split, points_file, split_file
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
         self.tokenizer = None
@@ -142,7 +145,12 @@ class ForecastDataModule(TaskDataModule):
         from egohorizon.data.splits import make_day_split
 
         events = self.load_events()
-        split = make_day_split(events, **self.split_args)
+        if self.split_file:
+            from egohorizon.data.splits import DaySplit
+
+            split = DaySplit.load(self.split_file)
+        else:
+            split = make_day_split(events, **self.split_args)
         common = {
             "levels": self.levels,
             "ks": self.ks,

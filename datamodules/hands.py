@@ -226,6 +226,17 @@ class HandsDataModule(TaskDataModule):
             texts.append(render_hand_text(target_boxes(item, identity), item.segments))
         return texts
 
+    def day_split(self):
+        """The clip folder's own ``split.json`` (whole days held out)."""
+        from egohorizon.data.splits import DaySplit
+
+        return DaySplit.load(self._folder() / "split.json")
+
+    def item_days(self, split: str) -> dict[str, set[tuple[str, str]]]:
+        """A clip's day is in its ``clips.jsonl`` record (the HandItem does not carry it)."""
+        return {item_id: {(self.clips[item_id]["participant"], self.clips[item_id]["day"])}
+                for item_id in self.eval_items(split)}
+
     def eval_items(self, split: str) -> dict[str, Any]:
         self.prepare()
         return {item.id: item for item in self.by_split[split]}

@@ -235,6 +235,21 @@ class QADataModule(TaskDataModule):
             texts.append(target_text(item, self.target))
         return texts
 
+    def day_split(self):
+        """The split saved beside the items (``<items>.splits.json``, as the demo items and ``qa generate``
+        write it), else the one the items spell out (each item's ``meta.day`` and ``meta.split``)."""
+        from egohorizon.data.splits import DaySplit
+
+        items_file = self._items_file()
+        saved = items_file.with_name(f"{items_file.stem}.splits.json")
+        if saved.is_file():
+            return DaySplit.load(saved)
+        days: dict[str, dict[str, str]] = {}
+        for item in (i for name in SPLITS for i in self.by_split.get(name, [])):
+            if item.meta.get("day") and item.meta.get("split") in SPLITS:
+                days.setdefault(item.participant, {})[item.meta["day"]] = item.meta["split"]
+        return DaySplit(days=days, settings={"from_items": str(items_file)}) if days else None
+
     def eval_items(self, split: str) -> dict[str, Any]:
         if self.catalog is None:
             self.prepare()

@@ -69,6 +69,10 @@ def test_training_run_writes_everything_a_run_folder_promises(trained):
     tmp_path, _, _cfg, _result = trained
     run = tmp_path / "train"
     assert (run / "config.yaml").is_file() and (run / "points" / "splits.json").is_file()
+    # The day split eval.py and compare read back (issue 22): the one the points were made with.
+    record = json.loads((run / "split.json").read_text())
+    saved = json.loads((run / "points" / "splits.json").read_text())
+    assert record["participants"] == saved["participants"] and record["run"]["seed"] == 0
     assert (run / "checkpoints" / "last.ckpt").is_file()
     adapter = run / "checkpoints" / "last.adapter"
     for name in (

@@ -7,7 +7,13 @@ train.py writes there); checkpoints of different tasks are refused. Each checkpo
 Lightning, scoring by ``GenerationEvalCallback`` with the task), composed from ``conf/eval.yaml`` with
 ``task=<task>``, ``ckpt=<adapter>``, the first run's data settings (which fix the items: shards, day
 split, levels) and, for forecasting, ``points=<file>``, so a row here is exactly what ``python eval.py
-task=... ckpt=...`` reports. Checkpoints without an adapter folder beside them
+task=... ckpt=...`` reports.
+
+Held-out days (``plan_held_out``): each run's day split is read from its folder
+(``egohorizon.split_record``); runs whose held-out days differ are refused, naming the days one run
+holds out and another trained on, unless ``--intersect-held-out`` asks for the days all of them hold
+out (the points kept on them, or a split file cut to them). Every evaluation then checks each scored
+item against every compared run's training days. Checkpoints without an adapter folder beside them
 (DeepSpeed ZeRO runs) are exported first (``egohorizon.run_export``). The table, plots, page and W&B
 run are ``egohorizon.compare``'s.
 
@@ -20,6 +26,7 @@ import json
 import logging
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -221,30 +228,150 @@ def config_literal(text: str) -> str:
 
 
 def evaluate_checkpoint(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str],
-                        task: str = "forecast", data: dict[str, Any] | None = None) -> dict[str, Any]:
-    """``eval.py task=<task> ckpt=<adapter> points=<points>`` in this process; returns run_eval's result."""
+                        task: str = "forecast", data: dict[str, Any] | None = None,
+                        guard: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    """``eval.py task=<task> ckpt=<adapter> points=<points>`` in this process; returns run_eval's result.
+    ``guard``: ``{run, split_file}`` of every compared run, whose training days no scored item may be on."""
     from egohorizon.run_eval import evaluate_run
 
-    return evaluate_run(eval_config(adapter, points, run_dir, overrides, task, data))
+    cfg = eval_config(adapter, points, run_dir, overrides, task, data)
+    if guard:
+        with open_dict(cfg):
+            cfg.held_out_guard = [{"run": config_literal(g["run"]), "split_file": config_literal(g["split_file"])}
+                                  for g in guard]
+    return evaluate_run(cfg)
+
+
+@dataclass
+class HeldOutPlan:
+    """What every checkpoint is scored on, decided from the compared runs' day splits."""
+
+    split: str                                  # the evaluated split (test, or val with --set split=val)
+    points: Path | None                         # the forecast points file (cut to the shared days)
+    split_file: Path | None = None              # a day split for datamodules that take one
+    guard: list[dict[str, str]] = field(default_factory=list)  # every known run's split, for eval's check
+    notes: list[str] = field(default_factory=list)             # for the page
+    info: dict[str, Any] = field(default_factory=dict)         # for comparison.json
+
+
+def evaluated_split(overrides: list[str]) -> str:
+    """The split the evaluations score: ``--set split=val``, else test."""
+    chosen = "test"
+    for override in overrides:
+        key, _, value = override.lstrip("+").partition("=")
+        if key == "split":
+            chosen = value
+    return chosen
+
+
+def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overrides: list[str] = (),
+                  intersect: bool = False, configs: list[DictConfig | None] | None = None) -> HeldOutPlan:
+    """Reads each run's day split; refuses runs whose held-out days differ (``check_same_held_out``)
+    unless ``intersect``, which scores on the days all runs hold out: the points kept on them
+    (``held_out_points.jsonl``) or a split cut to them (``splits/intersection.json``). Each known split
+    is saved under ``splits/`` and handed to every evaluation's held-out check."""
+    from egohorizon.errors import DataError
+    from egohorizon.split_record import (
+        check_same_held_out,
+        format_days,
+        intersect_split,
+        keep_points_on,
+        run_split_of,
+    )
+
+    name = evaluated_split(list(overrides))
+    configs = configs if configs is not None else [run_config(t) for t in targets]
+    labels = checkpoint_labels(targets)
+    plan = HeldOutPlan(split=name, points=points)
+    runs, known = [], []
+    for label, target in zip(labels, targets):
+        run = run_split_of(target)
+        if run is None:
+            plan.notes.append(f"{label}: no run folder with a day split (split.json); its training days were not "
+                              "checked.")
+            log.warning(plan.notes[-1])
+            continue
+        path = run.split.save(out_dir / "splits" / f"{_safe(label)}.json")
+        plan.guard.append({"run": str(run.run_dir), "split_file": str(path)})
+        runs.append(run)
+        known.append(label)
+    plan.info = {"split": name, "runs": {label: {"split": r.source, "split_sha256": r.digest,
+                                                 f"n_{name}_days": len(r.days(name))}
+                                         for label, r in zip(known, runs)}}
+    # One run folder compared with itself (several checkpoints of one run) is one split.
+    distinct = list({str(r.run_dir): r for r in runs}.values())
+    if not distinct:
+        return plan
+    takes_split_file = _takes_split_file(configs[0])
+    differ = any(r.days(name) != distinct[0].days(name) for r in distinct[1:])
+    if not differ:
+        if takes_split_file and points is None:
+            plan.split_file = Path(plan.guard[0]["split_file"])
+        plan.notes.append(f"Held-out {name} days: the {len(distinct)} run(s) hold out the same "
+                          f"{len(distinct[0].days(name))} {name} day(s) (split sha256 {distinct[0].digest[:12]}); "
+                          "every checkpoint was scored on them.")
+        return plan
+    if not intersect:
+        check_same_held_out(distinct, name, [str(r.run_dir) for r in distinct])
+    cut, shared = intersect_split(distinct, name)
+    counts = ", ".join(f"{r.run_dir.name} {len(r.days(name))}" for r in distinct)
+    note = (f"Scored on the intersection of the runs' held-out {name} days (--intersect-held-out): "
+            f"{len(shared)} day(s) ({format_days(shared)}) of their {counts}.")
+    plan.info.update(intersect_days=sorted(f"{p}/{d}" for p, d in shared))
+    if points is not None:
+        kept_file = out_dir / "held_out_points.jsonl"
+        kept, total = keep_points_on(points, shared, kept_file)
+        if not kept:
+            raise DataError(f"compare --intersect-held-out: none of the {total} points of {points} is on the "
+                            f"{len(shared)} {name} day(s) all runs hold out ({format_days(shared)})")
+        note += f" {kept} of the {total} points of {points} are on them."
+        plan.points = kept_file
+        plan.info.update(points_kept=kept, points_total=total, points_source=str(points))
+    elif takes_split_file:
+        plan.split_file = cut.save(out_dir / "splits" / "intersection.json")
+    else:
+        target = configs[0].data.get("_target_") if configs[0] is not None else "?"
+        raise DataError(f"compare --intersect-held-out: the {target} datamodule takes no split file or points "
+                        "file, so its items cannot be cut to the shared held-out days; compare runs trained on "
+                        "the same data split")
+    plan.notes.append(note)
+    return plan
+
+
+def _takes_split_file(config: DictConfig | None) -> bool:
+    from egohorizon.run_eval import class_arguments
+
+    target = config.data.get("_target_") if config is not None and "data" in config else None
+    return bool(target) and "split_file" in class_arguments(str(target))
+
+
+def _safe(label: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", label)
 
 
 def evaluate_checkpoints(targets: list[str], points: Path | None, out_dir: Path, overrides: list[str] = (),
-                         task: str | None = None) -> list[CompareEntry]:
+                         task: str | None = None, plan: HeldOutPlan | None = None) -> list[CompareEntry]:
     """One CompareEntry per target, all of one task and scored on the same items (``points``, else the
-    first run's data settings) with the same seed and scoring options. Checkpoints of different tasks
-    are refused before anything is evaluated; items that differ after (``check_comparable``)."""
+    first run's data settings) with the same seed and scoring options, on held-out days every compared
+    run holds out (``plan``, default ``plan_held_out``). Checkpoints of different tasks or with
+    different held-out days are refused before anything is evaluated; items that differ after
+    (``check_comparable``)."""
     from egohorizon.tasks import task_class
 
     configs = [run_config(target) for target in targets]
     name = tasks_of(list(targets), configs, task)
+    plan = plan if plan is not None else plan_held_out(list(targets), points, out_dir, overrides, configs=configs)
+    points = plan.points
     data = items_data(configs[0], targets[0])
+    if plan.split_file is not None:
+        data["split_file"] = config_literal(str(plan.split_file))
     entries = []
     for label, target in zip(checkpoint_labels(targets), targets):
         safe = re.sub(r"[^A-Za-z0-9._-]+", "_", label)
         adapter = adapter_for(target, out_dir / "exported" / f"{safe}.adapter")
         run_dir = out_dir / "evals" / safe
         log.info("evaluating %s (%s, task %s) on %s", label, adapter, name, points or "the first run's items")
-        result = evaluate_checkpoint(adapter, points, run_dir, list(overrides), name, data)
+        result = evaluate_checkpoint(adapter, points, run_dir, list(overrides), name, data, plan.guard)
         evaluation = result.get("evaluation")
         if evaluation is None:
             raise ConfigError(f"compare: {label}: the evaluation scored no model (predictors {result.get('predictors')})")

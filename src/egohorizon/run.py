@@ -4,8 +4,9 @@ Small functions on purpose (``build_datamodule``, ``build_backbone``, ``build_mo
 ``build_callbacks``, ``build_loggers``, ``build_trainer``, ``fit``, ``test``, ``write_outputs``), so a
 strategy or a cluster plugin changes one of them. Everything else takes plain arguments.
 
-A run folder (``paths.run_dir``) holds: ``config.yaml`` (resolved), ``points/`` (the points and the
-day split used), ``checkpoints/`` (``*.ckpt`` with ``*.adapter/`` beside each), ``predictions/``,
+A run folder (``paths.run_dir``) holds: ``config.yaml`` (resolved), ``split.json`` (the day split it
+trained and was tested on, with its seed and input digests: ``egohorizon.split_record``), ``points/``
+(the points and the day split used), ``checkpoints/`` (``*.ckpt`` with ``*.adapter/`` beside each), ``predictions/``,
 ``reports/``, ``csv/`` and ``wandb/`` logs, ``wandb_id``, and ``metrics.json``.
 """
 
@@ -78,6 +79,17 @@ def build_datamodule(cfg: DictConfig):
     datamodule = instantiate(cfg.data, _convert_="all")
     datamodule.prepare()  # datamodules/base.py: the calls run.py makes, in order
     return datamodule
+
+
+def record_split(cfg: DictConfig, datamodule, run_dir: Path) -> None:
+    """``split.json``: the day split the run trains and is tested on, so eval.py and compare score it on
+    its own held-out days whatever seed or data they are given (``egohorizon.split_record``)."""
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from egohorizon.split_record import write_split_record
+
+    if rank_zero_only.rank == 0:
+        write_split_record(run_dir, datamodule, cfg)
 
 
 def build_backbone(cfg: DictConfig, datamodule):
@@ -293,6 +305,7 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     validate_config(cfg)  # before any folder, logger or model: a wrong number names its key
     run_dir = setup_run(cfg)
     datamodule = build_datamodule(cfg)
+    record_split(cfg, datamodule, run_dir)
     backbone = build_backbone(cfg, datamodule)
     model = build_model(cfg, backbone, datamodule)
     trainer = build_trainer(cfg, build_callbacks(cfg), build_loggers(cfg, run_dir))

@@ -15,6 +15,10 @@ callback uses (``GenerationEvalCallback`` with the run's task), so the numbers m
   such as vLLM or a hosted API, or a local transformers model), prompted in context with every
   candidate in one answer; answers are cached on disk, so a re-run makes no new calls.
 - ``points``: a points JSONL file to evaluate instead of the data config's held-out split.
+- a run's own held-out days: with ``ckpt`` in a run folder, the run's recorded day split
+  (``split.json``, ``egohorizon.split_record``) replaces one drawn with this config's seed, and every
+  scored item is checked against the run's training days (and, from compare, every compared run's):
+  an item from a training day is refused with the days named, whatever ``points`` or split is given.
 """
 
 from __future__ import annotations
@@ -37,14 +41,22 @@ PREDICTORS = ("model", "llm", "repeat_last", "random")
 # -- points -----------------------------------------------------------------------------------------
 
 
-def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
+def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_overrides: Any):
     """The data config's datamodule, built with ``data_overrides`` (the adapter's prompt settings, a
     study's context length or levels) and prepared. A datamodule that can put any split in its test
     slot (``eval_split``: the forecast one) gets ``split`` there, and the ``points`` file instead of
-    any split when one is given; another is evaluated through its own val/test loaders."""
+    any split when one is given; another is evaluated through its own val/test loaders.
+
+    ``runs`` (default ``held_out_runs(cfg)``): the evaluated run's day split goes to a datamodule that
+    takes a ``split_file`` (unless ``points`` or ``data.split_file`` is given), and the items of the
+    evaluated split are checked against every run's training days (``check_held_out``)."""
     from hydra.utils import instantiate
 
     accepted = datamodule_arguments(cfg)
+    runs = held_out_runs(cfg) if runs is None else runs
+    if runs and cfg.get("ckpt") and "split_file" in accepted and not cfg.get("points"):
+        if not cfg.data.get("split_file"):
+            data_overrides.setdefault("split_file", str(own_split_file(cfg, runs[0])))
     if "max_train_points" in accepted and "max_eval_points" in cfg.data:
         # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
         data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
@@ -59,16 +71,66 @@ def build_eval_datamodule(cfg: DictConfig, **data_overrides: Any):
         data_overrides["points_file"] = cfg.points
     datamodule = instantiate(cfg.data, _convert_="all", **data_overrides)
     datamodule.prepare()
+    if runs:
+        from egohorizon.split_record import check_held_out
+
+        slot = "test" if "eval_split" in accepted else cfg.split
+        what = f"eval: the {cfg.split} items" + (f" of points={cfg.points}" if cfg.get("points") else "")
+        check_held_out(datamodule.item_days(slot), runs, what)
     return datamodule
 
 
 def datamodule_arguments(cfg: DictConfig) -> set[str]:
     """The keyword arguments the data config's datamodule class takes."""
+    return class_arguments(cfg.data._target_)
+
+
+def class_arguments(target: str) -> set[str]:
+    """The keyword arguments of a class, with its bases' where it passes ``**kwargs`` on to them (the
+    visual forecast datamodule)."""
     import inspect
 
     from hydra.utils import get_class
 
-    return set(inspect.signature(get_class(cfg.data._target_)).parameters)
+    names: set[str] = set()
+    for cls in get_class(target).__mro__:
+        if "__init__" not in vars(cls):
+            continue
+        parameters = inspect.signature(cls.__init__).parameters
+        names |= {n for n, p in parameters.items() if n != "self" and p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+        if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+            break
+    return names
+
+
+def held_out_runs(cfg: DictConfig) -> list:
+    """The runs whose training days no scored item may come from (``split_record.RunSplit``): the run
+    ``ckpt`` belongs to (its ``split.json``, or for an older run its split rebuilt, with a warning) and,
+    from ``egohorizon compare``, every compared run (``held_out_guard``: ``{run, split_file}`` entries)."""
+    from egohorizon.data.splits import DaySplit
+    from egohorizon.split_record import RunSplit, run_split_of
+
+    runs = []
+    if cfg.get("ckpt"):
+        own = run_split_of(cfg.ckpt)
+        if own is not None:
+            runs.append(own)
+        else:
+            log.warning("ckpt=%s: no run folder with a day split beside it (split.json, points/splits.json or "
+                        "config.yaml); the evaluated items cannot be checked against its training days", cfg.ckpt)
+    for entry in cfg.get("held_out_guard") or []:
+        runs.append(RunSplit(Path(entry.run), DaySplit.load(entry.split_file), str(entry.split_file)))
+    return runs
+
+
+def own_split_file(cfg: DictConfig, run) -> Path:
+    """The evaluated run's day split, saved into this evaluation's folder (``evaluated_split.json``) for
+    the datamodule's ``split_file``: the items come from the run's own held-out days, not from a split
+    drawn with this config's seed."""
+    path = run.split.save(Path(cfg.paths.run_dir) / "evaluated_split.json")
+    log.info("ckpt=%s: evaluating on the run's own day split (%s; run seed %s, this config's seed %s)",
+             cfg.ckpt, run.source, run.seed, cfg.get("seed"))
+    return path
 
 
 def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
@@ -270,7 +332,7 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
     }
 
 
-def evaluate_task_model(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any], Any]:
+def evaluate_task_model(cfg: DictConfig, run_dir: Path, runs: list | None = None) -> tuple[dict[str, Any], Any]:
     """A trained adapter of any task (``eval_task``) on the held-out ``split``: generation through
     Lightning and ``GenerationEvalCallback``, scored by the task with its own baselines; the summary
     rows and table are the task's, as at the end of training. Returns the result and the model."""
@@ -284,7 +346,7 @@ def evaluate_task_model(cfg: DictConfig, run_dir: Path) -> tuple[dict[str, Any],
     unknown = set(cfg.predictors) - set(PREDICTORS)
     if unknown:
         raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
-    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
+    datamodule = build_eval_datamodule(cfg, runs=runs, **prompt_settings(cfg))
     model = build_eval_model(cfg, datamodule)
     evaluation = model_evaluation(cfg, model, datamodule, run_dir)
     task = task_class(cfg.eval_task).from_generation(model.generation)
@@ -417,18 +479,21 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
         from egohorizon.run import setup_run
 
         run_dir = setup_run(cfg)
+    runs = held_out_runs(cfg)
     if (cfg.get("eval_task") or "forecast") == "forecast":  # the only task with in-context and llm predictors
-        datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg))
+        datamodule = build_eval_datamodule(cfg, runs=runs, **prompt_settings(cfg))
         model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
         result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
     else:
-        result, model = evaluate_task_model(cfg, run_dir)
+        result, model = evaluate_task_model(cfg, run_dir, runs)
     result.update(
         model_id=model.backbone.model_id if model else None,
         ckpt=cfg.get("ckpt"),
         points=cfg.get("points"),
         seed=cfg.seed,
         run_dir=str(run_dir),
+        # The runs whose training days were checked against every scored item, and where each split came from.
+        held_out_checked=[{"run": str(r.run_dir), "split": r.source, "split_sha256": r.digest} for r in runs],
     )
     written = {k: v for k, v in result.items() if k != "evaluation"}
     (run_dir / "report.json").write_text(json.dumps(written, indent=2, default=str))
