@@ -232,3 +232,43 @@ def test_the_points_stage_refuses_empty_held_out_splits(tmp_path):
     report = run_chain(tmp_path, settings, stages=points_stage)
     assert report["stages"]["points"]["participant_days"] == {"train": 1, "val": 0, "test": 1}
     assert "no val points" in report["stages"]["points"]["warnings"][0]
+
+
+@pytest.mark.slow
+def test_each_commands_output_is_the_next_commands_input(reference, server, tmp_path, capsys):
+    """Issue 22 item 19: the caption job's output is scored by `score captions` as it is (its folder or its
+    captions.jsonl, gold from the shard folder it captioned), and caption -> abstract -> points runs
+    through the CLI on each command's own output."""
+    run, report, _ = reference
+    windows = report["stages"]["caption"]["windows"]
+    for pred in (run / "captions", run / "captions" / "captions.jsonl"):
+        assert main(["score", "captions", "--gold", str(run / "shards"), "--pred", str(pred), "--embedder", "exact",
+                     "--out", str(tmp_path / "captions.json")]) == 0
+        inputs = json.loads((tmp_path / "captions.json").read_text())["inputs"]
+        assert inputs["n_pred"] == windows and inputs["missing"] == 0 and inputs["n_gold"] > 0
+        assert inputs["unknown"] == windows - inputs["n_gold"]  # windows without gold actions are not scored
+    # One day's captions against the whole shard folder: --only-predicted, and the baseline from the other days.
+    results = [json.loads(line) for line in (run / "captions" / "captions.jsonl").read_text().splitlines()]
+    day = (results[0]["participant"], results[0]["day"])
+    one_day = tmp_path / "one_day.jsonl"
+    one_day.write_text("".join(json.dumps(r) + "\n" for r in results if (r["participant"], r["day"]) == day))
+    capsys.readouterr()
+    args = ["score", "captions", "--gold", str(run / "shards"), "--pred", str(one_day), "--embedder", "exact",
+            "--out", str(tmp_path / "day.json")]
+    assert main(args) == 0
+    assert "have no prediction" in capsys.readouterr().err  # the other days' windows, counted
+    assert main([*args, "--train-gold", str(run / "shards")]) == 2  # all days scored: none left to train on
+    assert "every day of these shards is scored here" in capsys.readouterr().err
+    assert main([*args, "--train-gold", str(run / "shards"), "--only-predicted"]) == 0
+    scored = json.loads((tmp_path / "day.json").read_text())
+    assert scored["inputs"]["missing"] == 0 and scored["inputs"]["left_out_unpredicted"] > 0
+    assert scored["inputs"]["train_gold_days"] == 2  # the reference run's other two participant-days
+    assert scored["baselines"]["most_frequent"]["overall"]["n"] > 0
+    # caption -> abstract -> points, each on the previous command's output.
+    assert main(["abstract", str(run / "captions" / "events.jsonl"), "--out", str(tmp_path / "hierarchy"),
+                 "--model", "loop-llm", "--base-url", server.url, "--max-events", "12", "--overlap", "3",
+                 "--concurrency", "1"]) == 0
+    assert main(["points", "--events", str(tmp_path / "hierarchy" / "events.jsonl"), "--out",
+                 str(tmp_path / "points"), "--context", "5", "--min-history-days", "1", "--val-frac", "0.3",
+                 "--test-frac", "0.3", "--allow-empty-splits"]) == 0
+    assert (tmp_path / "points" / "points_test.jsonl").read_text()

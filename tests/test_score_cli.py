@@ -538,3 +538,34 @@ def test_qa_split_without_items_names_the_splits_present(capsys, tmp_path):
     empty.write_text('{"id": "zz", "answer": "A"}\n')
     code, _, err = score(capsys, "qa", "--gold", gold, "--pred", empty, "--only-predicted")
     assert code == 2 and "no prediction for any of the 5 gold item(s)" in err
+
+
+def test_the_caption_jobs_results_are_scored_as_they_are(capsys, tmp_path):
+    """Issue 22 item 19: `score captions --pred` takes the caption job's captions.jsonl (or its --out
+    folder): an ok window's raw reply is parsed as a prediction's text, a failed one scores invalid, a
+    skipped one (no frames) is no prediction, and the count says so."""
+    raw = json.loads((DATA / "captions_pred.jsonl").read_text().splitlines()[0])["text"]
+    common = {"model": "tiny", "adapter": None, "prompt": {"name": "caption", "version": "2"}, "seed": 0,
+              "answer_set": None, "shard": "p1/2025-03-03-000.tar", "participant": "p1", "day": "2025-03-03"}
+    results = [
+        {"window": "p1_s1_w0", "status": "ok", "raw": raw, "actions": [], "scene": "kitchen", "failure": None},
+        {"window": "p1_s1_w1", "status": "failed", "raw": "I cannot tell.", "actions": [],
+         "failure": {"kind": "output", "reason": "no parseable action"}},
+        {"window": "p1_s1_w2", "status": "skipped", "raw": None, "actions": [],
+         "failure": {"kind": "input", "reason": "no frames"}},
+    ]
+    out_dir = tmp_path / "captions"
+    out_dir.mkdir()
+    (out_dir / "captions.jsonl").write_text("".join(json.dumps({**r, **common}) + "\n" for r in results))
+    for pred in (out_dir, out_dir / "captions.jsonl"):
+        code, out, err = score(capsys, "captions", "--gold", DATA / "captions_gold.jsonl", "--pred", pred,
+                               "--embedder", "exact", "--out", tmp_path / "r.json")
+        report = json.loads((tmp_path / "r.json").read_text())
+        rows = {r["id"]: r for r in report["per_window"]}
+        assert code == 0 and (rows["p1_s1_w0"]["matches"], rows["p1_s1_w0"]["dropped"]) == (2, 1)
+        assert rows["p1_s1_w1"]["invalid"] and report["inputs"]["skipped_windows"] == 1
+        assert "1 window(s) the caption job skipped" in out
+        assert "warning: 1 of 3 gold window(s) have no prediction" in err and "p1_s1_w2" in err
+    (out_dir / "captions.jsonl").unlink()
+    code, _, err = score(capsys, "captions", "--gold", DATA / "captions_gold.jsonl", "--pred", out_dir)
+    assert code == 2 and "a folder without captions.jsonl" in err

@@ -109,6 +109,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--judge", default="exact", help="exact | embedding | llm | verdicts:FILE (default exact)"
     )
     captions.add_argument(
+        "--only-predicted",
+        action="store_true",
+        help="score only the gold windows that have a prediction (e.g. a run's test days against a whole shard "
+        "folder) and say how many were left out (default: a window without a prediction is scored wrong)",
+    )
+    captions.add_argument(
         "--embedder",
         default="minilm",
         help="soft edit score's embedder (and the embedding judge's): "
@@ -354,12 +360,13 @@ def _select_gold(items: list, pred_ids: set[str], args: argparse.Namespace) -> t
 
     from egohorizon.errors import DataError
 
-    selection: dict = {"split": args.split, "only_predicted": args.only_predicted, "other_split_ids": set()}
-    if args.split and args.split != "all":
-        chosen = [i for i in items if i.meta.get("split") == args.split]
+    split = getattr(args, "split", None)  # captions have no split field: --only-predicted alone
+    selection: dict = {"split": split, "only_predicted": args.only_predicted, "other_split_ids": set()}
+    if split and split != "all":
+        chosen = [i for i in items if i.meta.get("split") == split]
         if not chosen:
             present = dict(Counter(str(i.meta.get("split")) for i in items))
-            raise DataError(f"{args.gold}: no gold item of split {args.split!r} (field 'meta.split'); "
+            raise DataError(f"{args.gold}: no gold item of split {split!r} (field 'meta.split'); "
                             f"the items' splits: {present}")
         selection["other_split_ids"] = {i.id for i in items} - {i.id for i in chosen}
         selection["left_out_other_splits"] = len(items) - len(chosen)
@@ -385,15 +392,15 @@ def _selection_lines(selection: dict) -> str:
     return "".join(line + "\n" for line in lines)
 
 
-def _warn_missing(inputs: dict, what: str) -> None:
+def _warn_missing(inputs: dict, what: str, hint: str = "--split SPLIT scores one split's items, ") -> None:
     """Missing predictions are scored wrong: said on stderr with the count, not only in the table."""
     import sys
 
     if inputs["missing"]:
         sys.stderr.write(
             f"warning: {inputs['missing']} of {inputs['n_gold']} {what}(s) have no prediction in {inputs['pred']} "
-            f"and are scored wrong (e.g. {', '.join(map(str, inputs['missing_examples']))}); --split SPLIT "
-            "scores one split's items, --only-predicted only the items with predictions\n")
+            f"and are scored wrong (e.g. {', '.join(map(str, inputs['missing_examples']))}); {hint}"
+            "--only-predicted scores only the ones with predictions\n")
 
 
 def run_segments(args: argparse.Namespace) -> int:
@@ -481,13 +488,15 @@ def run_captions(args: argparse.Namespace) -> int:
     if args.train_gold and args.most_frequent:
         raise ConfigError("--train-gold and --most-frequent both name the baseline's action; give one")
     task = get_task("caption")
-    windows = _load_gold(args, CaptionWindow)
-    records = _load(args.pred, CaptionPrediction)
+    _check_out(args.out)
+    every = _caption_gold(args.gold)
+    records, skipped = _caption_predictions(args.pred)
+    windows, selection = _select_gold(every, {r.id for r in records}, args)
     by_id = {w.id: w for w in windows}
     predictions = {r.id: task.parse_record(r, by_id[r.id]) for r in records if r.id in by_id}
     action, scene = args.most_frequent, None
     if args.train_gold:
-        train = _load(args.train_gold, CaptionWindow)
+        train = _caption_train_gold(args.train_gold, windows, selection)
         action, scene = most_frequent_action(train), most_frequent_scene(train)
     embedder = get_embedder(args.embedder)
     judge = _make_judge(args.judge, "judge_subtask", args)
@@ -503,8 +512,114 @@ def run_captions(args: argparse.Namespace) -> int:
     )
     report = {**evaluation.report, "baselines": evaluation.baselines, "judge_stats": judge.stats}
     report["inputs"] = _reconcile([w.id for w in windows], [r.id for r in records], args)
+    report["inputs"].update({k: v for k, v in selection.items() if k != "other_split_ids"}, skipped_windows=skipped)
+    _warn_missing(report["inputs"], "gold window", hint="")
     rows = task.summary_rows(evaluation)
-    return _finish(report, task.format_summary(rows, title="Caption scores") + "\n", args)
+    notes = _selection_lines(selection) + (f"  {skipped} window(s) the caption job skipped (no frames) are no "
+                                           "predictions\n" if skipped else "")
+    return _finish(report, notes + task.format_summary(rows, title="Caption scores") + "\n", args)
+
+
+def _caption_gold(path: str) -> list:
+    """Gold caption windows: a JSON Lines file of ``CaptionWindow`` records, or a shard folder (its
+    index.json) whose samples carry gold level-1 events (the demo world's: ``shards build --demo``)."""
+    from pathlib import Path
+
+    from egohorizon.errors import DataError
+    from egohorizon.schema import CaptionWindow
+
+    if not (Path(path) / "index.json").is_file():
+        records = _load(path, CaptionWindow)
+        if not records:
+            raise DataError(f"{path}: no records; expected JSON Lines of CaptionWindow records or a shard folder")
+        return records
+    windows = [w for w in _shard_windows(path) if w.actions]  # as training scores them: windows with gold actions
+    if not windows:
+        raise DataError(f"{path}: no window of these shards carries gold level-1 events (the demo world's shards "
+                        "do; shards of your own recordings do not): give gold windows as JSON Lines "
+                        "(CaptionWindow records, tests/data/captions_gold.jsonl)")
+    return windows
+
+
+def _shard_windows(path: str) -> list:
+    """Every window of a shard folder as a ``CaptionWindow``, read from the samples' JSON members alone."""
+    import json
+    import tarfile
+
+    from datamodules.caption import caption_window  # the training run's own gold records
+    from egohorizon.data.shards.index import ShardIndex
+
+    windows = []
+    for url in ShardIndex.load(path).urls():
+        with tarfile.open(url) as tar:
+            windows += [caption_window(json.loads(tar.extractfile(m).read())) for m in tar if m.name.endswith(".json")]
+    return windows
+
+
+def _caption_train_gold(path: str, scored: list, selection: dict) -> list:
+    """The most-frequent baseline's training windows. From a shard folder only the windows on days
+    not scored here count, so the baseline never learns from the scored days."""
+    from pathlib import Path
+
+    from egohorizon.errors import DataError
+    from egohorizon.schema import CaptionWindow
+
+    if not (Path(path) / "index.json").is_file():
+        return _load(path, CaptionWindow)
+    scored_days = {(w.participant, w.day) for w in scored}
+    train = [w for w in _shard_windows(path) if (w.participant, w.day) not in scored_days]
+    selection["train_gold_days"] = len({(w.participant, w.day) for w in train})
+    if not train:
+        raise DataError(f"--train-gold {path}: every day of these shards is scored here; the baseline needs "
+                        "windows of other days (the training days)")
+    return train
+
+
+def _caption_predictions(path: str) -> tuple[list, int]:
+    """Caption predictions and the number of skipped windows: a JSON Lines file of ``CaptionPrediction``
+    records, or the caption job's results (its --out folder, or captions*.jsonl in it)."""
+    from pathlib import Path
+
+    from egohorizon.errors import DataError
+    from egohorizon.pipelines.caption_results import better, prediction_record, read_results, result_files
+    from egohorizon.schema import CaptionPrediction, Defect, RecordError
+
+    p = Path(path)
+    files = result_files(p) if p.is_dir() else [p] if _is_caption_results(p) else None
+    if files is None:
+        return _load(path, CaptionPrediction), 0
+    if not files:
+        raise DataError(f"{path}: a folder without captions.jsonl; expected the --out folder of `egohorizon caption`")
+    merged: dict = {}
+    for file in files:
+        records, problems = read_results(file)
+        if problems:
+            raise DataError("; ".join(problems[:5]))
+        for window, record in records.items():
+            if better(record, merged.get(window)):
+                merged[window] = record
+    converted = [prediction_record(r) for r in merged.values()]
+    predictions, defects = [], []
+    for obj in (c for c in converted if c is not None):
+        record, problems = CaptionPrediction.from_dict(obj)
+        defects += [Defect(str(p), 0, field, f"window {obj['id']}: {problem}") for field, problem in problems]
+        predictions.append(record)
+    if defects:
+        raise RecordError(defects)
+    return predictions, converted.count(None)
+
+
+def _is_caption_results(path) -> bool:
+    """Whether a file's first line is a caption job result (``window`` and ``status``, no ``id``)."""
+    import json
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            first = next((line for line in handle if line.strip()), "")
+        obj = json.loads(first)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False  # the ordinary reader names the problem
+    return isinstance(obj, dict) and "window" in obj and "status" in obj and "id" not in obj
 
 
 def run_boxes(args: argparse.Namespace) -> int:

@@ -142,3 +142,16 @@ class ResultsLog(LockedAppendLog):
             log.warning("%s", problem)
         self._open_for_append()
         return records
+
+
+def prediction_record(record: dict[str, Any]) -> dict[str, Any] | None:
+    """A results line as a ``schema.CaptionPrediction`` object (what ``egohorizon score captions``
+    reads), or None for a skipped window (no frames: nothing was asked). The model's raw text goes to
+    scoring, whose parser is the one the job used, so dropped and unparsed lines are counted there too;
+    a ``model`` failure has none (null), which scores as an invalid reply."""
+    if record.get("status") == SKIPPED:
+        return None
+    prompt = record.get("prompt") or {}
+    return {"id": record["window"], "text": record.get("raw"), "model": record.get("model") or "",
+            "prompt": prompt.get("name") or "", "prompt_version": str(prompt.get("version") or ""),
+            "seed": record.get("seed")}
