@@ -405,3 +405,33 @@ def test_trained_adapter_captions_the_aria_windows(shards, tmp_path, capsys):
     assert caption(shards, out, "--model", str(adapter)) == 0
     assert printed_report(capsys)["attempted"] == 0
     assert (out / "events.jsonl").read_bytes() == before
+
+
+# ---------------------------------------------------------------------------------------------
+# Another task's adapter (issue 22, item 14)
+# ---------------------------------------------------------------------------------------------
+
+
+def fake_adapter(folder: Path, prompt: str, task: str | None = None) -> Path:
+    """The files choose_model reads (no weights: the refusal comes before any model loads)."""
+    folder.mkdir(parents=True)
+    (folder / "adapter_config.json").write_text("{}")
+    meta = {"model_id": "tiny", "prompt": {"name": prompt, "version": "3"}, "data": {}}
+    (folder / "egohorizon_adapter.json").write_text(json.dumps(meta | ({"task": task} if task else {})))
+    (folder / f"{prompt}.txt").write_text("# version: 3\nForecast {level_name}\n")
+    return folder
+
+
+def test_caption_and_abstract_refuse_a_forecast_adapter_before_loading_it(tmp_path, capsys):
+    run = tmp_path / "forecast_run"  # a run folder: its last adapter; an old one, known by its prompt's name
+    adapter = fake_adapter(run / "checkpoints" / "last.adapter", "forecast")
+    code = main(["caption", "run", str(tmp_path / "shards"), "--out", str(tmp_path / "c"), "--model", str(run)])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (f"the adapter in {run} ({adapter.resolve()}) was trained for the forecast task; caption needs a "
+            "caption adapter (train.py experiment=caption_...)") in err
+    visual = fake_adapter(tmp_path / "v.adapter", "my_prompt", task="forecast")  # the task it records wins
+    code = main(["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "h"), "--model", str(visual)])
+    err = capsys.readouterr().err
+    assert code == 2 and (f"the adapter {visual} was trained for the forecast task; abstract needs an abstract "
+                          "adapter (train.py task=abstract experiment=abstract_...)") in err

@@ -108,7 +108,8 @@ def build_model(cfg: DictConfig, backbone, datamodule=None):
     from hydra.utils import instantiate
 
     model = instantiate(cfg.model, backbone=backbone, _convert_="all")
-    model.adapter_metadata = {"data": _data_settings(cfg), "seed": cfg.seed}
+    # the task: caption and abstract refuse another task's adapter by it (caption_setup.require_task)
+    model.adapter_metadata = {"task": cfg.get("eval_task"), "data": _data_settings(cfg), "seed": cfg.seed}
     return model
 
 

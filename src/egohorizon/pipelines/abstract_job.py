@@ -52,7 +52,7 @@ def make_backend(model: str, *, base_url: str | None = None, cache: Path | None 
     from egohorizon.prompts import load_prompt
     from egohorizon.prompts.abstract import ABSTRACT_PROMPT_NAME
 
-    choice = choose_model(model, base_url)
+    choice = choose_model(model, base_url, task="abstract")
     if choice.adapter is not None:
         from egohorizon.llm.vision_local import LocalVLMBackend
 

@@ -38,7 +38,14 @@ def _looks_like_adapter(path: Path) -> bool:
     return path.suffix == ".ckpt" or (path / "adapter_config.json").is_file() or (path / "checkpoints").is_dir()
 
 
-def choose_model(model: str, base_url: str | None = None) -> ModelChoice:
+# How to train an adapter for each job that loads one (what the refusal of another task's adapter says).
+TRAIN_HINT = {"caption": "train.py experiment=caption_...", "abstract": "train.py task=abstract experiment=abstract_..."}
+
+
+def choose_model(model: str, base_url: str | None = None, task: str | None = None) -> ModelChoice:
+    """``task``: the job's task; an adapter trained for another one is refused before anything loads
+    (a forecast adapter's prompt file lacks the caption prompt's fields: it failed in a DataLoader
+    worker, naming missing prompt values)."""
     if base_url:
         return ModelChoice(model=model, base_url=base_url)
     path = Path(model).expanduser()
@@ -47,8 +54,40 @@ def choose_model(model: str, base_url: str | None = None) -> ModelChoice:
         from egohorizon.run_eval import resolve_adapter
 
         adapter = resolve_adapter(str(path)).resolve()
-        return ModelChoice(model=model, adapter=adapter, adapter_meta=read_adapter_meta(adapter))
+        choice = ModelChoice(model=model, adapter=adapter, adapter_meta=read_adapter_meta(adapter))
+        if task is not None:
+            require_task(choice, task)
+        return choice
     return ModelChoice(model=model)
+
+
+def adapter_task(adapter: Path, meta: dict[str, Any]) -> str | None:
+    """The task an adapter was trained for: its ``egohorizon_adapter.json`` says (``task``, adapters
+    saved since issue 22), else its run's ``config.yaml`` (``eval_task``), else the name of the prompt
+    it was trained with (``forecast``, ``forecast_visual``, ``caption``, ...); None when none tells."""
+    if meta.get("task"):
+        return str(meta["task"])
+    from egohorizon.compare_eval import run_config
+
+    try:
+        config = run_config(adapter)
+    except Exception:  # noqa: BLE001 (a damaged config.yaml: the prompt name still tells)
+        config = None
+    if config is not None and config.get("eval_task"):
+        return str(config.get("eval_task"))
+    name = str((meta.get("prompt") or {}).get("name") or "")
+    return next((t for t in ("forecast", "caption", "abstract", "qa", "hands") if name.startswith(t)), None)
+
+
+def require_task(choice: ModelChoice, task: str) -> None:
+    trained = adapter_task(choice.adapter, choice.adapter_meta)
+    if trained is None or trained == task:
+        return
+    given = Path(choice.model).expanduser().resolve()
+    where = f"{choice.model}" if given == choice.adapter else f"in {choice.model} ({choice.adapter})"
+    article = "an" if task[0] in "aeiou" else "a"
+    raise ConfigError(f"--model: the adapter {where} was trained for the {trained} task; {task} needs {article} "
+                      f"{task} adapter ({TRAIN_HINT.get(task, f'train.py task={task}')})")
 
 
 def use_answer_set(choice: ModelChoice, wanted: bool | None):
@@ -154,7 +193,7 @@ def make_job(shards: str | Path, out: str | Path, model: str, *, base_url: str |
              shard_slice: tuple[int, int] | None = None, max_failures: float = 0.05, retry_failed: bool = False,
              progress: bool | None = None, settings: dict[str, Any] | None = None,
              runner: dict[str, Any] | None = None) -> CaptionJob:
-    choice = choose_model(model, base_url)
+    choice = choose_model(model, base_url, task="caption")
     chosen = caption_settings(choice, **(settings or {}))
     made = make_runner(choice, **(runner or {}), answers=choice.answer_set if chosen.answer_set else None)
     return CaptionJob(shards, out, made, chosen, provenance(choice, made, chosen), shard_slice=shard_slice,
