@@ -292,6 +292,19 @@ def test_written_epic_conversion_validates_and_reports_stats(epic, tmp_path, cap
     assert metadata["skipped"]["EPIC-55 segment that EPIC-100 removed"]["count"] == 51
 
 
+def test_epic_marks_the_official_split_and_counts_days_and_undated_videos(epic):
+    # Issue 22, item 28: 117 calendar days and 201 undated extension videos (each its own placeholder
+    # day, so a day split holds them out as videos); EPIC_100_validation.csv's 9,668 segments marked.
+    official = [e.meta["official_split"] for e in epic.events]
+    assert official.count("validation") == 9668 and official.count("train") == len(official) - 9668
+    assert epic.counts["split units: calendar days (dated videos)"] == 117
+    assert epic.counts["split units: undated videos (a placeholder day each; held out as videos)"] == 201
+    assert (epic.metadata["split_units"]["days"], epic.metadata["split_units"]["undated_videos"]) == (117, 201)
+    assert epic.metadata["official_split"]["validation_events"] == 9668
+    undated = {(e.participant, e.day) for e in epic.events if e.day.startswith("undated-")}
+    assert len(undated) == 201 and all(p.endswith("-ext") for p, _ in undated)
+
+
 def test_epic_events_pass_the_hierarchy_checks(epic):
     assert check_hierarchy(epic.events).problems == []
 

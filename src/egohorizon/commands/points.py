@@ -36,8 +36,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help=f"share of days for val (default {SPLIT_DEFAULTS['val_frac']})")
     parser.add_argument("--test-frac", type=fraction, default=None,
                         help=f"share of days for test (default {SPLIT_DEFAULTS['test_frac']})")
-    parser.add_argument("--strategy", choices=["random", "last"], default=None,
-                        help="held-out days drawn spread over the period (random, default) or the final days")
+    parser.add_argument("--strategy", choices=["random", "last", "official"], default=None,
+                        help="held-out days drawn spread over the period (random, default), the final days "
+                             "(last), or the data set's own split (official: EPIC-KITCHENS-100's validation "
+                             "videos' days are test, val drawn from the rest; --test-frac does not apply)")
     parser.add_argument("--min-history-days", type=nonneg_int, default=None,
                         help=f"first days of each participant kept in train "
                              f"(default {SPLIT_DEFAULTS['min_history_days']})")
@@ -70,6 +72,9 @@ def run_points(args: argparse.Namespace) -> int:
             options = ", ".join("--" + name.replace("_", "-") for name in given)
             raise ConfigError(f"--splits reuses a saved split; {options} would be ignored")
         split = DaySplit.load(args.splits)
+    elif args.strategy == "official" and args.test_frac is not None:
+        raise ConfigError("--strategy official takes test from the data set's own split; --test-frac "
+                          "would be ignored")
     else:
         split = make_day_split(events, seed=args.seed, **{**SPLIT_DEFAULTS, **given})
     points = build_points(events, split, levels=args.levels, ks=args.ks, n_context=args.context,
@@ -92,6 +97,8 @@ def run_points(args: argparse.Namespace) -> int:
                      "splits": args.splits},
         "split": split.to_dict()["settings"],
         "participant_days": split.counts(),
+        # Undated recordings have a placeholder day each: there a held-out "day" is one held-out video.
+        "held_out_units": split.unit_counts(),
         "counts": [{"split": s, "level": lv, "k": k, "points": n} for (s, lv, k), n in sorted(counts.items())],
     }
     if cue_driven is not None:
@@ -100,10 +107,19 @@ def run_points(args: argparse.Namespace) -> int:
         manifest["warnings"] = warnings
     (out / "points_manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
     print(_table(counts, args.levels, args.ks, split.counts()))
+    units = split.unit_counts()
+    if any(u["undated_videos"] for u in units.values()):
+        print(_units_line(units))
     if cue_driven is not None:
         log.info("cue-driven points (meta.cue_driven; also in points_manifest.json): %s", cue_driven)
     print(f"wrote {out}/points_{{train,val,test}}.jsonl, splits.json, points_manifest.json")
     return 0
+
+
+def _units_line(units: dict[str, dict[str, int]]) -> str:
+    """What the days column counts: calendar days, and undated videos (one placeholder day each)."""
+    parts = ", ".join(f"{s} {u['days']} days + {u['undated_videos']} undated videos" for s, u in units.items())
+    return f"days: {parts} (an undated video has a placeholder day of its own: real date unknown)"
 
 
 def _table(counts: dict, levels: list[int], ks: list[int], days: dict[str, int]) -> str:

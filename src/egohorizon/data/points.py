@@ -11,7 +11,10 @@ every event (``t0``):
   (started before, ends after) is in neither list;
 - split: the split of the targets' days (each event's ``day`` field). A candidate whose K targets fall
   on days of different splits is **not made** (counted as ``straddling``), nor is one with fewer than
-  K events left (``too_few_targets``) or with an empty context (``no_context``).
+  K events left (``too_few_targets``) or with an empty context (``no_context``). Under a split of
+  strategy ``official`` a test point is made only when all its targets are in the data set's own
+  validation set (``meta.official_split``): official-train events sharing a day with validation ones
+  are no target at all (``official_train_on_test_day``), so test is the official validation set.
 
 Sampling: with ``max_points``, each (split, level, K) group keeps at most that many points, drawn
 round-robin over (participant, day of t0) strata in a seeded order, so the points spread over
@@ -32,7 +35,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from egohorizon.data.leakage import check_points, context_view, recency_order, time_order
-from egohorizon.data.splits import SPLITS, DaySplit
+from egohorizon.data.splits import OFFICIAL_FIELD, SPLITS, DaySplit
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import Event, ForecastPoint
 
@@ -132,12 +135,16 @@ def _collect_candidates(timelines: dict[tuple[str, int], _LevelEvents], split: D
         events = timeline.by_start
         splits = [split.get(participant, e.day) for e in events]
         unknown_days.update((participant, e.day) for e, s in zip(events, splits) if s is None)
+        official = ([(e.meta or {}).get(OFFICIAL_FIELD) == "validation" for e in events]
+                    if split.settings.get("strategy") == "official" else None)
         for index, first in enumerate(events):
             if not timeline.opens_point(index):
                 continue
             has_context = bool(timeline.context_before(first.start, 1))
             for k in ks:
                 reason = _reject_reason(splits[index:index + k], k, has_context)
+                if not reason and official and splits[index] == "test" and not all(official[index:index + k]):
+                    reason = "official_train_on_test_day"
                 if reason:
                     dropped[f"{reason} L{level} K{k}"] += 1
                     continue

@@ -14,11 +14,20 @@ How days are chosen, per participant (days ordered by their first event):
   another participant's days;
 - ``strategy="last"``: the final ``n_test`` days are test and the ``n_val`` days before them val (a
   forecasting-style split: nothing of a held-out day is ever seen as context by a train point).
+- ``strategy="official"``: a data set's own split, for comparison with published results. Converters of
+  data sets that have one write it into every event's ``meta.official_split`` ("train" or
+  "validation"; EPIC-KITCHENS-100). Every day holding a "validation" event is test -- a whole day,
+  since a day is never split: the official-train events sharing such a day go with it (counted in
+  the settings; the point builder makes no target of them), and no official-validation event is ever
+  a train or val target -- and val is drawn as by ``random`` among the other days (``val_frac``;
+  ``test_frac`` is not used).
 - explicit ``val_days`` / ``test_days`` ({participant: [day, ...]}) replace the drawing for the
   participants they name.
 
 A day is the event's ``day`` field (the calendar day of its recording, SPEC §5), not a date computed
-from its timestamps: an event that runs past midnight belongs to the day its recording started.
+from its timestamps: an event that runs past midnight belongs to the day its recording started. Data
+sets without dates give each recording a placeholder day of its own ("undated-P01_101", SPEC §5):
+there a held-out "day" is one held-out video, and ``DaySplit.unit_counts`` says which is which.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from __future__ import annotations
 import json
 import logging
 import random
+import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,8 +48,16 @@ from egohorizon.schema import Event
 log = logging.getLogger(__name__)
 
 SPLITS = ("train", "val", "test")
-STRATEGIES = ("random", "last")
+STRATEGIES = ("random", "last", "official")
 SPLIT_FILE_VERSION = 1
+OFFICIAL_FIELD = "official_split"  # event.meta key of a data set's own split (strategy="official")
+OFFICIAL_VALUES = ("train", "validation")
+_CALENDAR_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # anything else is a placeholder day (schema.py)
+
+
+def is_placeholder_day(day: str) -> bool:
+    """A day label that stands for one undated recording (real date unknown), not a calendar day."""
+    return not _CALENDAR_DAY.match(day)
 
 
 @dataclass
@@ -68,6 +86,16 @@ class DaySplit:
     def counts(self) -> dict[str, int]:
         """Number of (participant, day) pairs per split."""
         return {split: len(self.days_in(split)) for split in SPLITS}
+
+    def unit_counts(self) -> dict[str, dict[str, int]]:
+        """Per split, how many of its (participant, day) pairs are calendar days and how many are
+        placeholder days, each of which is one undated video (real date unknown)."""
+        out = {}
+        for split in SPLITS:
+            days = self.days_in(split)
+            undated = sum(1 for _, day in days if is_placeholder_day(day))
+            out[split] = {"days": len(days) - undated, "undated_videos": undated}
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         participants = {}
@@ -148,17 +176,28 @@ def make_day_split(
 ) -> DaySplit:
     """Assigns every (participant, day) of ``events`` to train, val or test (rules in the module doc)."""
     _check_settings(val_frac, test_frac, strategy, min_history_days)
+    events = list(events)
     days_by_participant = participant_days(events)
     explicit = _explicit_days(days_by_participant, val_days or {}, test_days or {})
+    official, official_counts = _official_test_days(events) if strategy == "official" else ({}, {})
     days: dict[str, dict[str, str]] = {}
     for participant, ordered in days_by_participant.items():
         if participant in explicit:
             days[participant] = {d: explicit[participant].get(d, "train") for d in ordered}
             continue
-        held_out = _draw_held_out(ordered, participant, val_frac, test_frac, seed, strategy, min_history_days)
+        if strategy == "official":  # test is given; val is drawn from the other days, as by "random"
+            fixed = official.get(participant, set())
+            free = [d for d in ordered if d not in fixed]
+            held_out = _draw_held_out(free, participant, val_frac, 0.0, seed, "random", min_history_days)
+            held_out.update({d: "test" for d in fixed})
+        else:
+            held_out = _draw_held_out(ordered, participant, val_frac, test_frac, seed, strategy,
+                                      min_history_days)
         days[participant] = {d: held_out.get(d, "train") for d in ordered}
     settings = {"val_frac": val_frac, "test_frac": test_frac, "seed": seed, "strategy": strategy,
                 "min_history_days": min_history_days, "explicit_participants": sorted(explicit)}
+    if strategy == "official":
+        settings.update(test_frac=None, official=official_counts)
     split = DaySplit(days=days, settings=settings)
     log.info("day split: %s (participant-days per split)", split.counts())
     return split
@@ -172,6 +211,37 @@ def _check_settings(val_frac: float, test_frac: float, strategy: str, min_histor
         raise ConfigError(f"strategy={strategy!r}: expected one of {list(STRATEGIES)}")
     if min_history_days < 0:
         raise ConfigError(f"min_history_days={min_history_days}: expected >= 0")
+
+
+def _official_test_days(events: list[Event]) -> tuple[dict[str, set[str]], dict[str, int]]:
+    """The days holding an official-validation event, per participant, and what they hold."""
+    by_day: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for event in events:
+        value = (event.meta or {}).get(OFFICIAL_FIELD)
+        if value not in OFFICIAL_VALUES:
+            unmarked = sum(1 for e in events if (e.meta or {}).get(OFFICIAL_FIELD) not in OFFICIAL_VALUES)
+            raise ConfigError(
+                f"split strategy 'official': event {event.id!r} has meta.{OFFICIAL_FIELD}={value!r}, expected "
+                f"one of {list(OFFICIAL_VALUES)} ({unmarked} of {len(events)} events lack it); only "
+                "conversions of data sets with their own split write it (egohorizon data convert "
+                "epic-kitchens, with EPIC_100_validation.csv under --root)")
+        by_day[(event.participant, event.day)].add(value)
+    test_days: dict[str, set[str]] = defaultdict(set)
+    for (participant, day), values in by_day.items():
+        if "validation" in values:
+            test_days[participant].add(day)
+    if not test_days:
+        raise ConfigError(f"split strategy 'official': none of the {len(events)} events is in the official "
+                          "validation set, so test would be empty (was EPIC_100_validation.csv under the "
+                          "conversion's --root?)")
+    on_test = [e for e in events if e.day in test_days.get(e.participant, ())]
+    counts = {"test_days": sum(len(d) for d in test_days.values()),
+              "validation_events": sum(1 for e in on_test if e.meta[OFFICIAL_FIELD] == "validation"),
+              "train_events_on_test_days": sum(1 for e in on_test if e.meta[OFFICIAL_FIELD] == "train")}
+    if counts["train_events_on_test_days"]:
+        log.info("split strategy 'official': %d official-train events share a day with official-validation "
+                 "events and are test with them (a day is never split)", counts["train_events_on_test_days"])
+    return dict(test_days), counts
 
 
 def _held_out_counts(n_days: int, eligible: int, val_frac: float, test_frac: float) -> tuple[int, int]:

@@ -41,6 +41,14 @@ What is built, and why:
 - Level-1 order: start, then end, then id. Overlapping segments (one action inside another) are kept
   as annotated, not clipped; their count is reported.
 - Test-split files (timestamps without labels) are not read: they have no text.
+- EPIC-100's own split: every event's ``meta.official_split`` is "validation" for the segments of
+  ``EPIC_100_validation.csv`` and "train" for all others (the UDA "val" files are subsets of the
+  official train set). ``strategy="official"`` of the day split (``egohorizon points --strategy
+  official``, ``data.split_strategy=official``) makes every day holding a validation segment test,
+  so none of them is a train target. The default day split ignores it: drawn days mix both sets.
+- Held-out units: a split holds out (participant, day) pairs. For the dated participants those are
+  calendar days; for the ``ek-PXX-ext`` participants each placeholder day is one video, so there a
+  held-out "day" is a held-out video (the counts and ``metadata.json`` say how many of each).
 """
 
 from __future__ import annotations
@@ -125,8 +133,22 @@ def convert(root: str | Path, *, use_rulstm: bool = True) -> Conversion:
     conversion.recordings = _recordings(segments, videos, placements)
     conversion.counts["events"] = len(conversion.events)
     conversion.counts["overlapping adjacent segments (kept)"] = count_overlaps(conversion.events)
-    conversion.metadata = _metadata(files, placements)
+    units = _split_units(conversion.events)
+    conversion.counts["split units: calendar days (dated videos)"] = units["days"]
+    conversion.counts["split units: undated videos (a placeholder day each; held out as videos)"] = (
+        units["undated_videos"])
+    conversion.counts["events in EPIC-100's official validation set (meta.official_split)"] = (
+        units["validation_events"])
+    conversion.metadata = _metadata(files, placements, units)
     return conversion
+
+
+def _split_units(events: list[Event]) -> dict[str, int]:
+    """What a day split can hold out here, and how many events are in EPIC-100's validation set."""
+    days = {(e.participant, e.day, e.meta["time_basis"]) for e in events}
+    undated = sum(1 for _, _, basis in days if basis == SINCE_FIRST_RECORDING)
+    return {"days": len(days) - undated, "undated_videos": undated,
+            "validation_events": sum(1 for e in events if e.meta["official_split"] == "validation")}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -163,7 +185,17 @@ def _collect_segments(index: FileIndex, conversion: Conversion, files: dict[str,
                 conversion.counts["segments with class-name text (RULSTM)"] += 1
     for name, count in Counter(s.meta["file"] for s in segments.values()).items():
         conversion.counts[f"segments from {'RULSTM ' if name == 'training.csv' else ''}{name}"] = count
+    _mark_official_split(segments, index)
     return segments
+
+
+def _mark_official_split(segments: dict[str, Segment], index: FileIndex) -> None:
+    """EPIC-100's own split by narration id: the ids of EPIC_100_validation.csv are "validation",
+    every other segment read here is from the official train set."""
+    path = index.find("EPIC_100_validation.csv")
+    validation = {row["narration_id"].strip() for row in read_csv(path, ("narration_id",))} if path else set()
+    for narration_id, segment in segments.items():
+        segment.meta["official_split"] = "validation" if narration_id in validation else "train"
 
 
 def _add(segments: dict[str, Segment], segment: Segment, counts: Counter) -> None:
@@ -328,7 +360,7 @@ def _recordings(segments: dict[str, Segment], videos: dict[str, dict[str, float]
     return records
 
 
-def _metadata(files: dict[str, str], placements: dict[str, Placement]) -> dict[str, Any]:
+def _metadata(files: dict[str, str], placements: dict[str, Placement], units: dict[str, int]) -> dict[str, Any]:
     participants: dict[str, dict[str, Any]] = {}
     for placement in placements.values():
         entry = participants.setdefault(placement.participant, {
@@ -344,5 +376,19 @@ def _metadata(files: dict[str, str], placements: dict[str, Placement]) -> dict[s
                                    "participant's first video; one placeholder day per video, 86,400 s apart",
         },
         "participants": dict(sorted(participants.items())),
+        "split_units": {
+            "days": units["days"],
+            "undated_videos": units["undated_videos"],
+            "note": "a day split holds out (participant, day) pairs: calendar days of the dated videos, "
+                    "and for the ek-PXX-ext participants placeholder days of one video each, so a held-out "
+                    "placeholder day is a held-out video (real date unknown)",
+        },
+        "official_split": {
+            "field": "meta.official_split",
+            "validation_file": files.get("EPIC_100_validation.csv"),
+            "validation_events": units["validation_events"],
+            "note": "EPIC-100's own train/validation split; egohorizon points --strategy official (or "
+                    "data.split_strategy=official) makes every day holding a validation segment test",
+        },
         "files": files,
     }
