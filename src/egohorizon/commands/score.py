@@ -482,7 +482,6 @@ def run_captions(args: argparse.Namespace) -> int:
     from egohorizon.errors import ConfigError
     from egohorizon.metrics.captions import most_frequent_action, most_frequent_scene
     from egohorizon.metrics.embedders import get_embedder
-    from egohorizon.schema import CaptionPrediction, CaptionWindow
     from egohorizon.tasks import get_task
 
     if args.train_gold and args.most_frequent:
