@@ -112,3 +112,20 @@ def test_a_labels_file_without_one_valid_line_names_the_first_bad_line_and_field
     err = capsys.readouterr().err
     assert f"{labels}: no valid hand box label in 2 lines; first problems: {labels}, line 1: field 'hand':" in err
     assert f"{labels}, line 2: invalid JSON" in err
+
+
+def test_hands_label_names_damaged_shards_and_exits_1_unless_allowed(tmp_path, stub_detector, monkeypatch, capsys):
+    """The same rule for frames read from shards: a damaged sample is skipped, its shard named."""
+    def label_shards(shards, find, source, problems):
+        problems.append({"shard": "p1/2025-03-03/shard-000001.tar", "lost": 2, "reasons": {"bad_jpeg": 2}})
+        yield {"clip": "w0", "frame": 0, "hand": "left", "box": [1, 1, 5, 5], "grid": 30, "score": 0.9,
+               "source": source}
+
+    monkeypatch.setattr(hands_frames, "label_shards", label_shards)
+    args = ["hands", "label", str(tmp_path / "shards"), "--out", str(tmp_path / "labels.jsonl")]
+    assert main(args) == 1
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["damaged_shards"][0]["lost"] == 2
+    assert ("2 damaged sample(s) skipped in 1 shard(s): p1/2025-03-03/shard-000001.tar (2 lost) "
+            "(exit status 1; --allow-bad accepts them)") in captured.err
+    assert main([*args, "--allow-bad"]) == 0

@@ -21,7 +21,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
-from egohorizon.pipelines.image_folder import add_allow_bad
+from egohorizon.pipelines.image_folder import add_allow_bad, damaged_shards_status
 
 MODELS = ("mediapipe", "mediapipe-defaults")
 
@@ -50,6 +50,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                        'frames\' pixels.')
     label.add_argument("shards", help="a shard folder (with index.json)")
     label.add_argument("--out", required=True, type=out_file, help="the box records JSONL to write")
+    add_allow_bad(label)
     _add_model(label)
     label.set_defaults(handler=run_label)
     clips = sub.add_parser("clips", help="a training clip folder from shard frames and their pseudo-labels",
@@ -64,6 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     clips.add_argument("--val-days", type=nonneg_int, default=1, help="held-out validation days (default 1)")
     clips.add_argument("--test-days", type=nonneg_int, default=1, help="held-out test days (default 1)")
     clips.add_argument("--seed", type=seed, default=0, help="draws the held-out days")
+    add_allow_bad(clips)
     clips.set_defaults(handler=run_clips)
     aria = sub.add_parser("aria", help="score the detector against an Aria gen2 recording's own hand tracking",
                           description="The device's 21 hand landmarks per hand, projected into each RGB frame "
@@ -161,7 +163,7 @@ def run_label(args: argparse.Namespace) -> int:
     problems: list[dict] = []
     count = _write_jsonl(args.out, label_shards(args.shards, find, provenance["detector"], problems))
     write_result({"out": args.out, "boxes": count, "damaged_shards": problems, **provenance})
-    return 0
+    return damaged_shards_status(problems, args.allow_bad)
 
 
 def run_clips(args: argparse.Namespace) -> int:
@@ -174,10 +176,10 @@ def run_clips(args: argparse.Namespace) -> int:
         raise ConfigError(f"--size: expected WIDTHxHEIGHT such as 320x240, got {args.size!r}") from None
     if width < 1 or height < 1:
         raise ConfigError(f"--size: expected positive sides, got {args.size!r}")
-    write_result(build_pseudo_clips(args.shards, args.labels, args.out, clip_s=args.clip_seconds,
-                                    size=(width, height), val_days=args.val_days, test_days=args.test_days,
-                                    seed=args.seed))
-    return 0
+    result = build_pseudo_clips(args.shards, args.labels, args.out, clip_s=args.clip_seconds,
+                                size=(width, height), val_days=args.val_days, test_days=args.test_days, seed=args.seed)
+    write_result(result)
+    return damaged_shards_status(result["damaged_shards"], args.allow_bad)
 
 
 def run_aria(args: argparse.Namespace) -> int:

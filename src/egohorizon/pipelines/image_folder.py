@@ -1,7 +1,8 @@
-"""Reading a folder of images, with one rule for every command that does (``deid``, ``hands detect``;
-issue 22, item 26): a file that cannot be read as an image is skipped, counted and named (the first few
-by name, then a count), and the command exits 1 unless the user passed ``--allow-bad``. A command that
-went on silently would report numbers over fewer images than the user gave it.
+"""Reading a folder of images, with one rule for every command that reads images (``deid``, ``hands
+detect``, and for the frames of a shard folder ``hands label`` and ``hands clips``; issue 22, item 26): a
+file (or shard sample) that cannot be read is skipped, counted and named (the first few by name, then a
+count), and the command exits 1 unless the user passed ``--allow-bad``. A command that went on silently
+would report numbers over fewer images than the user gave it.
 """
 
 from __future__ import annotations
@@ -72,14 +73,31 @@ class BadImages:
             return None
 
     def summary(self) -> str:
-        named = ", ".join(s["image"] for s in self.skipped[:NAMED])
-        more = f" and {len(self.skipped) - NAMED} more" if len(self.skipped) > NAMED else ""
-        return f"{len(self.skipped)} of {self.total} file(s) skipped, not readable as images: {named}{more}"
+        return (f"{len(self.skipped)} of {self.total} file(s) skipped, not readable as images: "
+                f"{first_named([s['image'] for s in self.skipped])}")
 
     def exit_status(self, allow_bad: bool) -> int:
         """0 when every file was read or the user allowed bad ones, else 1; names the skipped files on stderr."""
-        if not self.skipped:
-            return 0
-        hint = "" if allow_bad else " (exit status 1; --allow-bad accepts them)"
-        print(f"warning: {self.summary()}{hint}", file=sys.stderr)
-        return 0 if allow_bad else 1
+        return skipped_status(self.summary(), allow_bad) if self.skipped else 0
+
+
+def first_named(names: list[str]) -> str:
+    more = f" and {len(names) - NAMED} more" if len(names) > NAMED else ""
+    return ", ".join(names[:NAMED]) + more
+
+
+def skipped_status(summary: str, allow_bad: bool) -> int:
+    """Warns on stderr that input was skipped (``summary`` names it); 1 unless the user allowed it."""
+    hint = "" if allow_bad else " (exit status 1; --allow-bad accepts them)"
+    print(f"warning: {summary}{hint}", file=sys.stderr)
+    return 0 if allow_bad else 1
+
+
+def damaged_shards_status(problems: list[dict], allow_bad: bool) -> int:
+    """The same rule for the frames of a shard folder: ``problems`` as ``ShardReader.problems()`` gives
+    them (shard, lost, reasons), one per shard that lost samples."""
+    if not problems:
+        return 0
+    lost = sum(int(p.get("lost") or 0) for p in problems)
+    shards = first_named([f"{p['shard']} ({p.get('lost')} lost)" for p in problems])
+    return skipped_status(f"{lost} damaged sample(s) skipped in {len(problems)} shard(s): {shards}", allow_bad)
