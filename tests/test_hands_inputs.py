@@ -64,7 +64,7 @@ def test_a_gold_csv_listing_some_of_the_images_is_warned_about_with_the_count(tm
     assert detect(tmp_path, folder, "--gold", gold) == 0
     score = json.loads(capsys.readouterr().out)["score"]
     assert (score["hits"], score["false_positives"], score["images_not_in_gold"]) == (1, 1, 1)
-    assert "1 of 2 images are not in it (e.g. 'frame_0002.jpg'" in caplog.text
+    assert "1 of 2 scored images are not in it (e.g. 'frame_0002.jpg'" in caplog.text
 
 
 def test_a_missing_gold_csv_is_named(tmp_path, stub_detector, capsys):

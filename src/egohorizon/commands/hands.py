@@ -132,26 +132,28 @@ def _write_jsonl(path: str, records) -> int:
 
 def run_detect(args: argparse.Namespace) -> int:
     from egohorizon.pipelines.hands_frames import (
-        check_gold_coverage,
         detect_images,
         image_files,
         read_box_csv,
+        refuse_unmatched_gold,
         score_images,
+        warn_unlisted,
     )
 
     files = image_files(args.images)
     gold = None
     if args.gold:  # read and matched to the images before any detection: a mismatch fails in a second
         gold = read_box_csv(args.gold)
-        unlisted = check_gold_coverage(args.gold, gold, [p.name for p in files], args.allow_unlisted)
+        if not args.allow_unlisted:
+            refuse_unmatched_gold(args.gold, gold, [p.name for p in files])
     find, provenance = _finder(args)
     records, bad = detect_images(files, find)
     _write_jsonl(args.out, records)
     result = {"out": args.out, "images": len(files), "boxes": len(records), "skipped": bad.skipped, **provenance}
     if gold is not None:
         skipped = {s["image"] for s in bad.skipped}
-        result["score"] = score_images(records, gold, [p.name for p in files if p.name not in skipped])
-        result["score"]["images_not_in_gold"] = len([name for name in unlisted if name not in skipped])
+        scored = [p.name for p in files if p.name not in skipped]
+        result["score"] = score_images(records, gold, scored) | {"images_not_in_gold": warn_unlisted(args.gold, gold, scored)}
     write_result(result)
     return bad.exit_status(args.allow_bad)
 

@@ -48,23 +48,29 @@ def detect_images(files: list[Path], find: BoxFinder) -> tuple[list[dict[str, An
     return records, bad
 
 
-def check_gold_coverage(gold_path: str | Path, gold: dict[str, list[list[float]]], images: list[str],
-                        allow_unlisted: bool = False) -> list[str]:
-    """The images (file names) not in the gold CSV. None of them in it is almost always a mismatch of
-    names (another folder, a path in the CSV, another frame numbering) and would score every box as a
-    false positive: refused unless ``allow_unlisted``; some missing is warned about (an image without
-    hands has no row in an EgoHands-style CSV)."""
-    unlisted = [name for name in images if name not in gold]
-    if not unlisted:
-        return unlisted
-    example_key = repr(next(iter(gold))) if gold else "none: the CSV holds no boxes"
-    if len(unlisted) == len(images) and not allow_unlisted:
+def _csv_key_example(gold: dict[str, list[list[float]]]) -> str:
+    return repr(next(iter(gold))) if gold else "none: the CSV holds no boxes"
+
+
+def refuse_unmatched_gold(gold_path: str | Path, gold: dict[str, list[list[float]]], images: list[str]) -> None:
+    """None of the images (file names) in the gold CSV is almost always a mismatch of names (another
+    folder, a path in the CSV, another frame numbering), and would score every box a false positive:
+    refused, with an image name and a CSV key side by side. Checked before any detection."""
+    if images and not any(name in gold for name in images):
         raise ConfigError(f"--gold {gold_path}: none of the {len(images)} images looked up is in it (e.g. image "
-                          f"{images[0]!r}; a key of the CSV's filename column: {example_key}); images are looked "
-                          "up by file name. Pass --allow-unlisted to score them as images without hands")
-    log.warning("--gold %s: %d of %d images are not in it (e.g. %r; a CSV key: %s) and are scored as images "
-                "without hands", gold_path, len(unlisted), len(images), unlisted[0], example_key)
-    return unlisted
+                          f"{images[0]!r}; a key of the CSV's filename column: {_csv_key_example(gold)}); images "
+                          "are looked up by file name. Pass --allow-unlisted to score them as images without hands")
+
+
+def warn_unlisted(gold_path: str | Path, gold: dict[str, list[list[float]]], images: list[str]) -> int:
+    """Warns about the scored images (file names) the gold CSV does not list (an image without hands
+    has no row in an EgoHands-style CSV, so some may be right); returns how many."""
+    unlisted = [name for name in images if name not in gold]
+    if unlisted:
+        log.warning("--gold %s: %d of %d scored images are not in it (e.g. %r; a CSV key: %s) and are scored "
+                    "as images without hands", gold_path, len(unlisted), len(images), unlisted[0],
+                    _csv_key_example(gold))
+    return len(unlisted)
 
 
 def read_box_csv(path: str | Path) -> dict[str, list[list[float]]]:
