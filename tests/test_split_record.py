@@ -318,3 +318,19 @@ def test_abstract_datamodule_takes_the_runs_split_file(tmp_path):
                                split_file=str(tmp_path / "split.json"))
     given.prepare()
     assert given.day_split().days == flipped and not given.item_days("test")
+
+
+def test_eval_on_other_data_than_the_run_trained_on_names_the_runs_data(world, tmp_path):
+    from egohorizon.run_eval import evaluate_run
+
+    events, _ = world
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    record = {**DaySplit(days={"zz": {"2020-01-01": "train", "2020-01-02": "test"}}).to_dict(),
+              "run": {"seed": 0, "inputs": {"data.events": {"path": "/data/other/events.jsonl", "sha256": {}}}}}
+    (run / "split.json").write_text(json.dumps(record))
+    cfg = compose_conf("eval", [*data_overrides(events, tmp_path, "eval"), f"ckpt={run}",
+                                "predictors=[repeat_last,random]", "embedder=exact"])
+    with pytest.raises(DataError, match=r"run's own day split .*split.json\), which does not fit these data: .*"
+                                        r"Evaluate with the data the run trained on \(data.events=/data/other"):
+        evaluate_run(cfg)

@@ -314,9 +314,9 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
     if not intersect:
         check_same_held_out(distinct, name, [str(r.run_dir) for r in distinct])
     cut, shared = intersect_split(distinct, name)
-    counts = ", ".join(f"{r.run_dir.name} {len(r.days(name))}" for r in distinct)
+    counts = ", ".join(f"{len(r.days(name))} ({r.run_dir.name})" for r in distinct)
     note = (f"Scored on the intersection of the runs' held-out {name} days (--intersect-held-out): "
-            f"{len(shared)} day(s) ({format_days(shared)}) of their {counts}.")
+            f"{len(shared)} day(s) ({format_days(shared)}) of their {counts} {name} days.")
     plan.info.update(intersect_days=sorted(f"{p}/{d}" for p, d in shared))
     if points is not None:
         kept_file = out_dir / "held_out_points.jsonl"

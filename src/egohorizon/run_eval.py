@@ -30,7 +30,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from egohorizon.errors import ConfigError
+from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import write_jsonl
 
 log = logging.getLogger(__name__)
@@ -70,7 +70,14 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
             )
         data_overrides["points_file"] = cfg.points
     datamodule = instantiate(cfg.data, _convert_="all", **data_overrides)
-    datamodule.prepare()
+    try:
+        datamodule.prepare()
+    except DataError as error:
+        if not (runs and "split_file" in data_overrides and not cfg.data.get("split_file")):
+            raise
+        raise DataError(f"ckpt={cfg.ckpt}: evaluated on the run's own day split ({runs[0].source}), which does not "
+                        f"fit these data: {error}. Evaluate with the data the run trained on ({_trained_on(runs[0])})"
+                        ) from None
     if runs:
         from egohorizon.split_record import check_held_out
 
@@ -121,6 +128,12 @@ def held_out_runs(cfg: DictConfig) -> list:
     for entry in cfg.get("held_out_guard") or []:
         runs.append(RunSplit(Path(entry.run), DaySplit.load(entry.split_file), str(entry.split_file)))
     return runs
+
+
+def _trained_on(run) -> str:
+    """The run's data inputs as its split record names them, or where to find its data settings."""
+    recorded = [f"{key}={value.get('path')}" for key, value in (run.inputs or {}).items()]
+    return ", ".join(recorded) or f"see its {run.run_dir / 'config.yaml'}"
 
 
 def own_split_file(cfg: DictConfig, run) -> Path:
