@@ -153,7 +153,8 @@ def run_detect(args: argparse.Namespace) -> int:
     if gold is not None:
         skipped = {s["image"] for s in bad.skipped}
         scored = [p.name for p in files if p.name not in skipped]
-        result["score"] = score_images(records, gold, scored) | {"images_not_in_gold": warn_unlisted(args.gold, gold, scored)}
+        result["score"] = score_images(records, gold, scored)
+        result["score"]["images_not_in_gold"] = warn_unlisted(args.gold, gold, scored)
     write_result(result)
     return bad.exit_status(args.allow_bad)
 

@@ -49,8 +49,8 @@ def read_rgb(path: Path, upright: bool = True) -> np.ndarray:
 
 def add_allow_bad(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow-bad", action="store_true",
-                        help="exit 0 even when some files could not be read as images (they are still "
-                             "skipped and named; default: exit status 1)")
+                        help="exit 0 even when some input could not be read (unreadable images, damaged "
+                             "shard samples: still skipped and named; default: exit status 1)")
 
 
 @dataclass
