@@ -137,14 +137,25 @@ _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 def safe_name(text: str, max_length: int = 40) -> str:
-    """A name usable in tar member names: WebDataset splits a sample's files at the first dot, and
-    USTAR tar names are limited (100 characters), so long ids keep a prefix and a short hash."""
-    name = _KEY_UNSAFE.sub("-", text).strip("-") or "x"
-    if len(name) > max_length:
-        import hashlib
+    """A name usable in tar member names and as one folder name: WebDataset splits a sample's files at
+    the first dot, USTAR tar names are limited (100 characters), and ``/`` or ``..`` would leave the
+    shard folder. An id that is safe already is kept as it is (shards built before stay valid); any
+    other keeps its readable part (accents dropped: ``Zoë`` -> ``Zoe``) and ends in a short hash of
+    the original, so ids that read alike (``Zoë``/``Zoé``, ``p1``/``../p1``) get different names
+    (issue 22). ``plan_shards`` refuses the (2^-32) case of two ids with one name."""
+    readable = _KEY_UNSAFE.sub("-", _without_accents(text)).strip("-")
+    if readable and readable == text and len(text) <= max_length:
+        return text
+    import hashlib
 
-        name = f"{name[:max_length - 9]}-{hashlib.sha1(text.encode()).hexdigest()[:8]}"
-    return name
+    digest = hashlib.sha1(text.encode("utf-8")).hexdigest()[:8]
+    return f"{readable[:max_length - 9] or 'x'}-{digest}"
+
+
+def _without_accents(text: str) -> str:
+    import unicodedata
+
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 def window_key(recording: Recording, index: int) -> str:

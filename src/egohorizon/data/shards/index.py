@@ -21,7 +21,8 @@ Format (``INDEX_FORMAT``, version ``INDEX_VERSION``)::
 dropped (egohorizon.data.window_text). ``window_schema_version`` 1: shards from before on-screen text;
 ``require_screen_text`` refuses them (and shards built with it off) for readers that need it.
 
-``path`` is relative to the index's folder. Each shard also has a sidecar ``<shard>.json`` holding its
+``path`` is relative to the index's folder, inside it and one file per entry (``path_problems``;
+built from ``windows.safe_name`` of participant and day, which keeps the original ids). Each shard also has a sidecar ``<shard>.json`` holding its
 entry and the build settings; the index is assembled from the sidecars, and a re-run of the writer
 trusts a shard only when its sidecar exists, its build settings match, its ``fingerprint`` (settings,
 ordered keys, the fingerprints of the sessions it draws on) equals the plan's, and its byte size
@@ -33,9 +34,10 @@ from __future__ import annotations
 
 import json
 import os
+import posixpath
 from collections import Counter
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from egohorizon.errors import DataError
@@ -54,7 +56,34 @@ class ShardIndex:
     inputs: dict[str, Any] = field(default_factory=dict)
 
     def path_of(self, entry: dict[str, Any]) -> Path:
+        """The shard's file; a DataError for a path outside the shard folder, which no reader follows."""
+        if not is_inside(entry["path"]):
+            raise DataError(f"{self.root / INDEX_FILE}: shard path {entry['path']!r} is outside the shard folder "
+                            "(absolute or with '..'); this index was not written by `egohorizon shards build`")
         return self.root / entry["path"]
+
+    def path_problems(self) -> list[str]:
+        """What is wrong with the shards' paths: one outside the shard folder, or two entries naming one
+        file (shards built before issue 22 could give two participants, e.g. Zoë and Zoé, one path:
+        the later shard overwrote the earlier, whose samples are lost)."""
+        problems, seen = [], {}
+        for i, entry in enumerate(self.shards):
+            path = entry["path"]
+            if not is_inside(path):
+                problems.append(f"field 'shards[{i}].path': {path!r} is outside the shard folder (absolute or "
+                                "with '..'); not read")
+                continue
+            name = posixpath.normpath(path)
+            if name in seen:
+                j = seen[name]
+                other = self.shards[j]
+                problems.append(f"field 'shards[{i}].path': {path!r} is also the path of shards[{j}] "
+                                f"({entry['participant']}/{entry['day']} and {other['participant']}/{other['day']}): "
+                                "one shard overwrote the other's samples; rebuild the shards (a rebuild into this "
+                                "folder gives each its own path)")
+            else:
+                seen[name] = i
+        return problems
 
     def urls(self, entries: list[dict[str, Any]] | None = None) -> list[str]:
         return [str(self.path_of(e)) for e in (self.shards if entries is None else entries)]
@@ -126,6 +155,9 @@ class ShardIndex:
             for key in ("path", "participant", "day", "samples", "bytes"):
                 if not isinstance(entry, dict) or key not in entry:
                     raise DataError(f"{path}: field 'shards[{i}].{key}': missing")
+            if not isinstance(entry["path"], str) or not entry["path"]:
+                raise DataError(f"{path}: field 'shards[{i}].path': expected a relative file path, got "
+                                f"{entry['path']!r}")
         inputs = obj.get("inputs", {})
         if not isinstance(inputs, dict):
             raise DataError(f"{path}: field 'inputs': expected an object, got {type(inputs).__name__}")
@@ -146,6 +178,12 @@ class ShardIndex:
             key = (entry["participant"], entry["day"])
             out[key] = min(out.get(key, float("inf")), float(entry.get("start", 0.0)))
         return out
+
+
+def is_inside(relpath: str) -> bool:
+    """Whether a shard path stays inside the index's folder: relative, without '..' (or a drive)."""
+    pure = PurePosixPath(relpath.replace("\\", "/"))
+    return not pure.is_absolute() and ".." not in pure.parts and ":" not in relpath
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

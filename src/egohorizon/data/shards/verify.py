@@ -2,7 +2,8 @@
 
 A shard is fine when its byte size matches the index, it reads to the end, it holds exactly the
 index's number of samples (and the keys its sidecar lists), and every sample decodes. Everything
-else is a problem naming the shard and, where there is one, the sample.
+else is a problem naming the shard and, where there is one, the sample. The index itself is wrong
+where two entries name one file or a path leaves the shard folder (``ShardIndex.path_problems``).
 
 The index is also compared with the ingested recordings it was built from (``verify_inputs``): a
 session changed, removed or added since the build makes the index stale, a problem naming the shard
@@ -17,7 +18,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from egohorizon.data.shards.index import INDEX_FILE, ShardIndex
+from egohorizon.data.shards.index import INDEX_FILE, ShardIndex, is_inside
 from egohorizon.data.shards.stages import StreamStats, decode, read_shards
 
 
@@ -89,7 +90,7 @@ def verify_inputs(index: ShardIndex) -> list[ShardReport]:
         return []
     reports, covered = [], set()
     for entry in index.shards:
-        report = ShardReport(path=str(index.path_of(entry)))
+        report = ShardReport(path=str(index.root / entry["path"]))
         for rid, fingerprint in entry.get("inputs", {}).items():
             covered.add(rid)
             _compare_session(report, rid, fingerprint, current)
@@ -114,9 +115,11 @@ def _compare_session(report: ShardReport, rid: str, fingerprint: str, current: d
 def verify_index(index: ShardIndex, *, inputs: bool = True) -> tuple[list[ShardReport], dict[str, int]]:
     """Reports for every shard and, where the inputs make the index stale, one for index.json (unless
     ``inputs`` is False); the summed counters, with ``shards_with_problems`` and ``index_problems``."""
-    reports = [verify_shard(index, entry) for entry in index.shards]
+    # A path outside the folder is never opened; it and two entries naming one file are problems of
+    # the index (issue 22: such a folder used to verify clean with one shard's samples lost).
+    index_problems = index.path_problems()
+    reports = [verify_shard(index, entry) for entry in index.shards if is_inside(entry["path"])]
     by_path = {r.path: r for r in reports}
-    index_problems = []
     for stale in verify_inputs(index) if inputs else []:
         if stale.path in by_path:
             by_path[stale.path].problems.extend(stale.problems)

@@ -2,7 +2,9 @@
 
 - Shards are grouped by participant and calendar day (``<participant>/<day>/<participant>_<day>_00000.tar``)
   so a held-out-day split selects whole shards; inside a group, windows are in time order and cut
-  into shards of ``samples_per_shard``.
+  into shards of ``samples_per_shard``. Folder and file names are ``windows.safe_name`` of the ids:
+  safe ids as they are, any other with a hash of the original, so two ids never share a shard and
+  none (``../p1``, ``/abs``) leaves ``out_dir``; the entry keeps the original ids.
 - Idempotent and resumable: the plan (which window goes to which shard) depends only on the inputs
   and settings, so a re-run finds finished shards by their sidecar ``.json`` and skips them without
   rendering anything. A shard is trusted only when its sidecar's fingerprint (the settings, the
@@ -10,7 +12,11 @@
   equals the plan's and its byte size agrees; anything else is rebuilt, and shards the plan no longer
   has are removed, so a rebuild after adding, changing or removing a session equals a fresh build
   (issue 9). A shard is written under a temporary name and renamed when complete, then its sidecar
-  is written: a crash leaves no half shard that looks finished.
+  is written: a crash or Ctrl-C leaves no half shard that looks finished. index.json is removed
+  before the first shard is (re)written and written last, so a half-updated folder has no index a
+  reader could trust; the rerun equals a fresh build (issue 22).
+- Nothing here imports torch (nor webdataset, which does): torch's OpenMP would make tesseract's
+  OCR use every core for no gain.
 - Every frame passes the de-identifier (if any) before it is downscaled, cropped, OCR'd or stored;
   the counts of what it masked go into the shard's entry.
 - On-screen text (``screen_text=True``, the default) is read from a few de-identified frames of each
@@ -33,7 +39,7 @@ from typing import Any
 
 from egohorizon.data.ingested import GAZE_STATUSES, Word
 from egohorizon.data.shards.encode import encode_window
-from egohorizon.data.shards.index import ShardIndex, write_json_atomic
+from egohorizon.data.shards.index import INDEX_FILE, ShardIndex, write_json_atomic
 from egohorizon.data.shards.sources import RecordingSource, source_fingerprint
 from egohorizon.data.windows import (
     WINDOW_SCHEMA_VERSION,
@@ -92,12 +98,33 @@ def plan_shards(sources: Sequence[RecordingSource], config: WindowConfig,
                 continue
             start = rec.start + index * config.window_s
             groups[(rec.participant, rec.day)].append(WindowPlan(source, index, start, frames, words))
+    _check_unique_names(groups)
     plans = []
     for (participant, day), windows in sorted(groups.items()):
         windows.sort(key=lambda w: (w.start, w.source.recording.session, w.index))
         for number, begin in enumerate(range(0, len(windows), samples_per_shard)):
             plans.append(ShardPlan(participant, day, number, windows[begin:begin + samples_per_shard]))
     return plans, skipped
+
+
+def _check_unique_names(groups: dict[tuple[str, str], list[WindowPlan]]) -> None:
+    """Two participants (or days) whose names are one folder, or two windows with one key, would
+    overwrite each other's samples without a word; ``safe_name`` hashes every id it changes, so this
+    only guards against a hash collision (or an id spelled like another's hashed name)."""
+    folders: dict[tuple[str, str], tuple[str, str]] = {}
+    keys: dict[str, str] = {}
+    for participant, day in sorted(groups):
+        folder = (safe_name(participant), safe_name(day))
+        if folders.setdefault(folder, (participant, day)) != (participant, day):
+            other = folders[folder]
+            raise ConfigError(f"participant/day {participant!r}/{day!r} and {other[0]!r}/{other[1]!r} both map to "
+                              f"the shard folder {folder[0]}/{folder[1]}; rename one of them")
+        for window in groups[(participant, day)]:
+            key = window_key(window.source.recording, window.index)
+            rid = window.source.recording.id
+            if keys.setdefault(key, rid) != rid:
+                raise ConfigError(f"recordings {keys[key]!r} and {rid!r} both give the window key {key}; "
+                                  "rename one participant, day or session")
 
 
 def shard_fingerprint(plan: ShardPlan, build: dict[str, Any], sessions: dict[str, str]) -> str:
@@ -130,8 +157,6 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
                 jpeg_quality: int, crop_quality: int, fingerprint: str,
                 session_fingerprints: dict[str, str], screen_text=None) -> tuple[dict[str, Any], list[str]]:
     """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
-    import webdataset as wds
-
     from egohorizon.pipelines.sensitive import count_redactions
 
     tar_path = out_dir / plan.relpath
@@ -140,9 +165,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
     gaze, deid, text = Counter(), Counter(), Counter()
     keys, sessions, frames, words = [], [], 0, 0
     try:
-        # mtime fixed: the same inputs give byte-identical shards. An int, not 0.0: tarfile writes a
-        # float mtime as an extra PAX header per member, which doubles the header parsing on every read.
-        with wds.TarWriter(str(tmp), encoder=False, mtime=0) as sink:
+        with TarSink(tmp) as sink:
             for window in plan.windows:
                 sample = build_window(window.source.recording, window.index, window.frames, window.words,
                                       window.source.events, config, deidentify, screen_text=screen_text)
@@ -170,6 +193,46 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
              "screen_text": dict(text),
              "fingerprint": fingerprint, "inputs": _shard_inputs(plan, session_fingerprints)}
     return entry, keys
+
+
+class TarSink:
+    """Writes samples (``{"__key__": key, ext: bytes}``) as a tar, member for member as
+    ``webdataset.TarWriter(encoder=False, mtime=0)`` does (byte-identical shards), without importing
+    webdataset: that imports torch, whose bundled OpenMP then makes tesseract's OCR run on every
+    core (issue 22 item 17: half the build's time went to the kernel)."""
+
+    def __init__(self, path: Path):
+        import tarfile
+
+        self._tarfile = tarfile
+        self._stream = tarfile.open(str(path), mode="w|", format=tarfile.USTAR_FORMAT)
+
+    def write(self, sample: dict[str, Any]) -> None:
+        import io
+
+        key = sample["__key__"]
+        for ext in sorted(sample):
+            if ext == "__key__" or ext.startswith("_"):
+                continue
+            data = sample[ext]
+            data = data.encode("utf-8") if isinstance(data, str) else data
+            if not isinstance(data, (bytes, bytearray, memoryview)):
+                raise ValueError(f"sample {key}: {ext} is {type(data).__name__}, not bytes")
+            info = self._tarfile.TarInfo(f"{key}.{ext}")
+            # mtime fixed: the same inputs give byte-identical shards. An int, not 0.0: tarfile writes a
+            # float mtime as an extra PAX header per member, which doubles the header parsing on every read.
+            info.size, info.mtime, info.mode = len(data), 0, 0o444
+            info.uname = info.gname = "bigdata"
+            self._stream.addfile(info, io.BytesIO(data))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def __enter__(self) -> TarSink:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
 
 def _shard_inputs(plan: ShardPlan, sessions: dict[str, str]) -> dict[str, str]:
@@ -227,12 +290,15 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
     sessions = {s.recording.id: source_fingerprint(s, config.window_s) for s in sources}
     log.info("%s: %d windows of %d recordings in %d shards (de-identification: %s)", out_dir,
              sum(len(p.windows) for p in plans), len(sources), len(plans), resolved)
+    # Every finished shard is looked up before anything is written: a folder of other settings is
+    # refused while it is still untouched, not after a few shards were added to it.
+    fingerprints = [shard_fingerprint(plan, build, sessions) for plan in plans]
+    finished = [_finished_entry(shard_sidecar(out_dir, plan), out_dir / plan.relpath, build, fingerprint)
+                for plan, fingerprint in zip(plans, fingerprints)]
+    _remove_leftovers(out_dir, plans, rewrite=any(entry is None for entry in finished))
     entries, reused = [], 0
-    for number, plan in enumerate(plans, start=1):
-        tar_path = out_dir / plan.relpath
-        sidecar = tar_path.with_suffix(".json")
-        fingerprint = shard_fingerprint(plan, build, sessions)
-        entry = _finished_entry(sidecar, tar_path, build, fingerprint)
+    for number, (plan, fingerprint, entry) in enumerate(zip(plans, fingerprints, finished), start=1):
+        sidecar = shard_sidecar(out_dir, plan)
         if entry is not None:
             reused += 1
         else:
@@ -252,6 +318,25 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
              "left out", out_dir, len(entries), reused, removed, sum(e["samples"] for e in entries), skipped,
              config.min_frames)
     return index
+
+
+def shard_sidecar(out_dir: Path, plan: ShardPlan) -> Path:
+    return (out_dir / plan.relpath).with_suffix(".json")
+
+
+def _remove_leftovers(out_dir: Path, plans: Sequence[ShardPlan], *, rewrite: bool) -> None:
+    """Before a build that writes shards: removes temp files of a killed writer (``.NAME.tmp-PID``, which
+    a rerun would never reuse) and index.json, which would otherwise describe a folder half of whose
+    shards are being replaced; it is written again when every shard is done. A build interrupted here
+    or later leaves sidecars only beside complete shards, and the rerun trusts nothing else."""
+    from egohorizon.schema import remove_stale_temps
+
+    for plan in plans:
+        remove_stale_temps(out_dir / plan.relpath)
+        remove_stale_temps(shard_sidecar(out_dir, plan))
+    remove_stale_temps(out_dir / INDEX_FILE)
+    if rewrite:
+        (out_dir / INDEX_FILE).unlink(missing_ok=True)
 
 
 def _scrub_speech(sources: Sequence[RecordingSource], deidentifier) -> list[RecordingSource]:
