@@ -6,6 +6,10 @@
   so each step scores the same targets. A model whose ``data.max_length`` cannot hold a long context
   sees its oldest events dropped; the table reports the mean context actually shown.
 - ``python eval.py +sweep=levels``: S_norm per level L1-L5 at K = 1 and 10 (the score-by-level plot).
+
+Every row carries each predictor's ``_n`` (points scored) and ``_S_norm_lo`` / ``_S_norm_hi``: a
+percentile bootstrap interval over the group's points (``sweep.n_boot`` resamples, seeded; the grounding
+study's ``bootstrap``). The levels plot draws them as error bars and names n under each level.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import csv
 import json
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +83,81 @@ def _evaluate_with(
             datamodule.set_tokenizer(model.backbone.load_tokenizer())
     result = evaluate_predictors(cfg, datamodule, model, run_dir / tag, cfg.split)
     kept = datamodule.mean_context_shown("test")
-    return [{**row, "context_shown_mean": kept} for row in result["rows"]], model
+    rows = add_intervals(result["rows"], result["reports"], _points_by_id(datamodule),
+                         n_boot=int(cfg.sweep.get("n_boot", 1000)), seed=int(cfg.seed))
+    return [{**row, "context_shown_mean": kept} for row in rows], model
+
+
+# report name in evaluate_predictors' "reports" -> the column prefix of its rows
+REPORT_PREFIX = {"model": "forecast", "llm": "llm", "repeat_last": "repeat_last"}
+
+
+def _points_by_id(datamodule) -> dict[str, Any]:
+    """The points evaluate_predictors scored (the datamodule's test slot, whatever the split's name)."""
+    return {p.id: p for p in datamodule.points["test"]}
+
+
+def add_intervals(rows: list[dict[str, Any]], reports: dict[str, dict], points: dict[str, Any], n_boot: int,
+                  seed: int, level: float = 0.95) -> list[dict[str, Any]]:
+    """Each predictor's ``<prefix>_S_norm_lo`` / ``_hi`` per (source, level, K) row, from its per-point S
+    and S_rand; rows without that predictor's points are left as they are."""
+    import numpy as np
+
+    from egohorizon.pipelines.grounding import bootstrap
+
+    out = [dict(row) for row in rows]
+    for name, report in reports.items():
+        prefix = REPORT_PREFIX.get(name)
+        scored = _per_point(report, points) if prefix else None
+        if not scored:
+            continue
+        groups: dict[tuple, list[dict]] = {}
+        for row in scored:
+            if row["S_rand"] is not None:  # S_norm is over the points with a random pool (as the report's)
+                groups.setdefault((row["source"], row["level"], row["k"]), []).append(row)
+        reported = {(g["source"], g["level"], g["k"]): g.get("S_norm") for g in report.get("groups", [])}
+        for row in out:
+            key = (row["source"], row["level"], row["k"])
+            members = groups.get(key)
+            if members and not _same_points(members, reported.get(key)):
+                log.warning("%s %s: per-point scores do not give the report's S_norm; no interval", prefix, key)
+            elif members:
+                s = np.array([m["S"] for m in members])
+                stats = bootstrap({prefix: s}, np.array([m["S_rand"] for m in members]), n_boot, seed,
+                                  baseline=None, level=level)[prefix]
+                row[f"{prefix}_S_norm_lo"], row[f"{prefix}_S_norm_hi"] = stats["lo"], stats["hi"]
+    return out
+
+
+def _same_points(members: list[dict], reported: float | None) -> bool:
+    """The per-point rows give the report's S_norm (a rescored baseline scored the same points)."""
+    from egohorizon.pipelines.grounding import s_norm
+
+    if reported is None:
+        return True
+    import numpy as np
+
+    value = s_norm(np.array([m["S"] for m in members]), np.array([m["S_rand"] for m in members]))
+    return bool(np.isclose(value, reported, atol=1e-6, equal_nan=True))
+
+
+def _per_point(report: dict[str, Any], points: dict[str, Any]) -> list[dict] | None:
+    """The report's per-point rows; a baseline report kept without them (the model's run: repeat-last's
+    were dropped) is rescored with its own settings, so S and S_rand match its S_norm."""
+    if report.get("per_point") is not None:
+        return report["per_point"]
+    settings = report.get("settings")
+    if not settings or not points:
+        return None
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.forecast import score_forecasts
+    from egohorizon.tasks.forecast import repeat_last_predictions
+
+    chosen = list(points.values())
+    rescored = score_forecasts(chosen, repeat_last_predictions(chosen), get_embedder(settings["embedder"]),
+                               n_random_draws=settings["n_random_draws"], seed=settings["seed"],
+                               max_candidates=settings["max_candidates"])
+    return rescored["per_point"]
 
 
 def _context_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
@@ -163,29 +242,61 @@ def plot_context(rows: list[dict[str, Any]], path: Path) -> Path:
 
 
 def plot_levels(rows: list[dict[str, Any]], path: Path) -> Path:
-    """Grouped bars: S_norm per level, one panel per K, model and repeat-last side by side."""
+    """The levels figure (``levels_figure``) as a PNG."""
+    import matplotlib.pyplot as plt
+
+    fig = levels_figure(rows)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return path
+
+
+LEVEL_SERIES = (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
+
+
+def levels_figure(rows: list[dict[str, Any]]):
+    """Grouped bars: S_norm per level, one panel per K, each predictor side by side with its bootstrap
+    interval as an error bar (where the row has one), and the points scored (n) under each level."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     ks = sorted({row["k"] for row in rows})
-    fig, axes = plt.subplots(1, max(1, len(ks)), figsize=(5 * max(1, len(ks)), 4), squeeze=False)
+    fig, axes = plt.subplots(1, max(1, len(ks)), figsize=(5 * max(1, len(ks)), 4.2), squeeze=False)
+    drawn = [(p, label) for p, label in LEVEL_SERIES if any(r.get(f"{p}_S_norm") is not None for r in rows)]
+    width = 0.8 / max(1, len(drawn))
     for ax, k in zip(axes[0], ks):
         chosen = sorted((r for r in rows if r["k"] == k), key=lambda r: r["level"])
         levels = [r["level"] for r in chosen]
-        for offset, (key, label) in zip(
-            (-0.2, 0.2), (("forecast_S_norm", "model"), ("repeat_last_S_norm", "repeat-last"))
-        ):
-            values = [r.get(key) for r in chosen]
-            if any(v is not None for v in values):
-                ax.bar([lv + offset for lv in levels], [v or 0.0 for v in values], width=0.4, label=label)
+        for j, (prefix, label) in enumerate(drawn):
+            offset = (j - (len(drawn) - 1) / 2) * width
+            values = [r.get(f"{prefix}_S_norm") for r in chosen]
+            ax.bar([lv + offset for lv in levels], [v or 0.0 for v in values], width=width, label=label,
+                   yerr=_error_bars(chosen, prefix), capsize=3)
         ax.axhline(0.0, color="grey", linewidth=0.8)
-        ax.set_xticks(levels, [f"L{lv}" for lv in levels])
+        ax.use_sticky_edges = False  # room above and below the error bars, also at S_norm 0
+        ax.margins(y=0.08)
+        ax.set_xticks(levels, [f"L{r['level']}\nn={_points_scored(r)}" for r in chosen])
         ax.set_title(f"K = {k}")
-        ax.set_ylabel("S_norm (0 = random)")
+        ax.set_ylabel("S_norm (0 = random), 95% bootstrap CI")
         ax.legend(fontsize=8)
+    fig.suptitle("Forecasting score by level (n: held-out points per level)", fontsize=10)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return fig
+
+
+def _error_bars(rows: list[dict[str, Any]], prefix: str):
+    """matplotlib's (2, n) yerr from the rows' intervals; 0 where a row has none (drawn as no bar)."""
+    below, above = [], []
+    for row in rows:
+        value, lo, hi = (row.get(f"{prefix}_S_norm{s}") for s in ("", "_lo", "_hi"))
+        usable = None not in (value, lo, hi) and not (math.isnan(lo) or math.isnan(hi))  # NaN: degenerate
+        below.append(max(value - lo, 0.0) if usable else 0.0)
+        above.append(max(hi - value, 0.0) if usable else 0.0)
+    return [below, above]
+
+
+def _points_scored(row: dict[str, Any]) -> str:
+    counts = {int(row[f"{p}_n"]) for p, _ in LEVEL_SERIES if row.get(f"{p}_n") is not None}
+    return "/".join(str(n) for n in sorted(counts)) or "?"
