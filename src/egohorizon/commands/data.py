@@ -125,6 +125,11 @@ def run_validate(args: argparse.Namespace) -> int:
         raise DataError(f"{path}: is a folder; expected a .jsonl file{example}")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
+    from egohorizon.data.file_kind import not_json_lines
+
+    wrong_kind = not_json_lines(path)  # a CSV or one JSON document: one message, not one per line
+    if wrong_kind:
+        raise DataError(wrong_kind)
     if args.record_type:
         if args.record_type not in RECORD_TYPES:
             raise DataError(f"--type {args.record_type!r}: expected one of {', '.join(RECORD_TYPES)}")
