@@ -125,3 +125,15 @@ def test_a_rejected_setting_leaves_an_earlier_run_as_it_was(tmp_path):
     with pytest.raises(SystemExit):
         run_or_exit(train, _compose("train", [*_missing_events(run), "data.batch_size=0"]))
     assert sorted(p.name for p in run.iterdir()) == ["metrics.json"]  # no FAILED: this run never started there
+
+
+def test_every_rank_may_clean_the_same_failed_folder(tmp_path):
+    """Under srun every rank fails at once; the second to clean finds the folder gone and says nothing."""
+    from egohorizon.run_guard import discard_or_mark_failed
+
+    run = tmp_path / "outputs" / "train" / "runs" / "t0"
+    (run / ".hydra").mkdir(parents=True)
+    (run / "train.log").write_text("")
+    for _rank in range(2):
+        discard_or_mark_failed(run, ConfigError("x"), tmp_path / "outputs")
+    assert not (tmp_path / "outputs").exists() and tmp_path.exists()

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import sys
@@ -80,13 +81,15 @@ def discard_or_mark_failed(folder: Path, error: BaseException, output_dir: Path 
     """Removes ``folder`` when it holds only start-of-run files and logs (and the folders above it up to
     ``output_dir`` that it leaves empty: Hydra's ``outputs/<task>/runs/``); else writes ``FAILED`` into a
     folder this run had started in."""
-    entries = list(folder.iterdir())
+    entries = list(folder.iterdir()) if folder.is_dir() else []
     if all(e.name in START_FILES or e.suffix == ".log" for e in entries):
         _close_log_files(folder)
+        # Every rank of a multi-process job gets here at once: whatever another rank removed first is fine.
         for entry in entries:
-            shutil.rmtree(entry) if entry.is_dir() else entry.unlink()
-        folder.rmdir()
-        _remove_empty_parents(folder, output_dir)
+            shutil.rmtree(entry, ignore_errors=True) if entry.is_dir() else entry.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):
+            folder.rmdir()
+            _remove_empty_parents(folder, output_dir)
     elif folder.resolve() in _started:
         (folder / FAILED).write_text(f"{type(error).__name__}: {error}\n")
 
@@ -97,7 +100,7 @@ def _remove_empty_parents(folder: Path, output_dir: Path | None) -> None:
     top, parent = output_dir.resolve(), folder.resolve().parent
     if parent != top and top not in parent.parents:
         return  # a run folder outside outputs/: its parents are the user's
-    while (parent == top or top in parent.parents) and not any(parent.iterdir()):
+    while parent.is_dir() and (parent == top or top in parent.parents) and not any(parent.iterdir()):
         parent.rmdir()
         parent = parent.parent
 
