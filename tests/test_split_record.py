@@ -26,7 +26,6 @@ from egohorizon.split_record import (
     days_of_item,
     intersect_split,
     read_run_split,
-    write_split_record,
 )
 
 # Seed 0 holds p2/2024-03-07 out as a test day; seed 1 trains on it.
@@ -258,7 +257,7 @@ def test_compare_command_refuses_then_intersects(world, tmp_path, monkeypatch, c
                         lambda label, path, step, task, evaluation, eval_dir: CompareEntry(
                             label, path, step, "forecast", rows=[], item_ids=["same"]))
     monkeypatch.setattr(compare_eval, "global_step_of", lambda adapter: 1)
-    import egohorizon.compare as compare
+    from egohorizon import compare
 
     monkeypatch.setattr(compare, "plot_comparison", lambda rows, task, out: [])
     out = tmp_path / "shared"
@@ -306,7 +305,6 @@ def test_qa_datamodule_gives_the_split_saved_beside_its_items(tmp_path):
 
 def test_abstract_datamodule_takes_the_runs_split_file(tmp_path):
     from datamodules.abstract import AbstractDataModule
-
     from egohorizon.data.demo import ensure_demo_world
 
     demo = str(ensure_demo_world(tmp_path / "demo", participants=1, weeks=1))
@@ -334,3 +332,25 @@ def test_eval_on_other_data_than_the_run_trained_on_names_the_runs_data(world, t
     with pytest.raises(DataError, match=r"run's own day split .*split.json\), which does not fit these data: .*"
                                         r"Evaluate with the data the run trained on \(data.events=/data/other"):
         evaluate_run(cfg)
+
+
+def test_compare_with_points_on_a_runs_training_days_is_refused_by_the_evaluation(world, tmp_path, capsys):
+    """`egohorizon compare RUN --points FILE`: each evaluation checks the points against the run's
+    training days (once per run), before any model is built."""
+    from egohorizon.cli import main
+
+    events, split1 = world
+    run = fake_run(tmp_path / "run1", split1)
+    adapter = run / "checkpoints" / "last.adapter"
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text("{}")
+    (adapter / "egohorizon_adapter.json").write_text(json.dumps({"prompt": {"name": "forecast"}}))
+    (run / "config.yaml").write_text(f"eval_task: forecast\ndata:\n  _target_: datamodules.forecast.ForecastDataModule\n"
+                                     f"  events: {events}\n  n_context: 4\n  num_workers: 0\n")
+    seed0 = build_points(toy_events(), make_day_split(toy_events(), seed=0), levels=[3], ks=[1], n_context=4)["test"]
+    points_file = tmp_path / "seed0.jsonl"
+    write_jsonl(points_file, seed0)
+    code = main(["compare", str(run), "--points", str(points_file), "--out", str(tmp_path / "out"), "--no-wandb"])
+    err = capsys.readouterr().err
+    assert code == 2 and f"points={points_file}" in err and "p2/2024-03-07" in err
+    assert err.count("training day(s) of the run") == 1

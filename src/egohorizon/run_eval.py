@@ -54,9 +54,9 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
 
     accepted = datamodule_arguments(cfg)
     runs = held_out_runs(cfg) if runs is None else runs
-    if runs and cfg.get("ckpt") and "split_file" in accepted and not cfg.get("points"):
-        if not cfg.data.get("split_file"):
-            data_overrides.setdefault("split_file", str(own_split_file(cfg, runs[0])))
+    own = next((run for run in runs if run.evaluated), None)
+    if own is not None and "split_file" in accepted and not cfg.get("points") and not cfg.data.get("split_file"):
+        data_overrides.setdefault("split_file", str(own_split_file(cfg, own)))
     if "max_train_points" in accepted and "max_eval_points" in cfg.data:
         # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
         data_overrides.setdefault("max_train_points", cfg.data.max_eval_points)
@@ -73,10 +73,10 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
     try:
         datamodule.prepare()
     except DataError as error:
-        if not (runs and "split_file" in data_overrides and not cfg.data.get("split_file")):
+        if not (own is not None and "split_file" in data_overrides and not cfg.data.get("split_file")):
             raise
-        raise DataError(f"ckpt={cfg.ckpt}: evaluated on the run's own day split ({runs[0].source}), which does not "
-                        f"fit these data: {error}. Evaluate with the data the run trained on ({_trained_on(runs[0])})"
+        raise DataError(f"ckpt={cfg.ckpt}: evaluated on the run's own day split ({own.source}), which does not "
+                        f"fit these data: {error}. Evaluate with the data the run trained on ({_trained_on(own)})"
                         ) from None
     if runs:
         from egohorizon.split_record import check_held_out
@@ -121,11 +121,14 @@ def held_out_runs(cfg: DictConfig) -> list:
     if cfg.get("ckpt"):
         own = run_split_of(cfg.ckpt)
         if own is not None:
+            own.evaluated = True
             runs.append(own)
         else:
             log.warning("ckpt=%s: no run folder with a day split beside it (split.json, points/splits.json or "
                         "config.yaml); the evaluated items cannot be checked against its training days", cfg.ckpt)
     for entry in cfg.get("held_out_guard") or []:
+        if any(Path(entry.run).resolve() == run.run_dir.resolve() for run in runs):
+            continue  # the evaluated run itself: checked once
         runs.append(RunSplit(Path(entry.run), DaySplit.load(entry.split_file), str(entry.split_file)))
     return runs
 

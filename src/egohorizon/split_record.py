@@ -47,6 +47,7 @@ class RunSplit:
     source: str
     seed: Any = None
     inputs: dict[str, Any] = field(default_factory=dict)
+    evaluated: bool = False  # the run of the evaluated checkpoint (eval.py uses its split), not one compared
 
     def days(self, name: str) -> set[Day]:
         return self.split.days_in(name)
