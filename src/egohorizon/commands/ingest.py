@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                       "searching --mps (wrist and palm are projected into each frame)")
     aria.add_argument("--trajectory", help="an MPS closed_loop_trajectory.csv, instead of searching --mps "
                                            "(the device pose of each frame)")
-    aria.add_argument("--mps-tolerance", type=float, default=0.1,
+    aria.add_argument("--mps-tolerance", type=positive_float, default=0.1,
                       help="seconds between a frame and the hand or trajectory sample matched to it (default 0.1)")
     aria.add_argument("--speech", help="speech.csv (default: <vrs folder>/speech.csv when present)")
     aria.add_argument("--gaze-tolerance", type=positive_float, default=0.1, help="seconds (default 0.1)")
