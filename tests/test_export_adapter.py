@@ -18,6 +18,7 @@ from egohorizon.checkpoints import (
     load_trainable_weights,
     read_checkpoint,
     resume_checkpoint,
+    run_checkpoints,
 )
 from egohorizon.errors import ConfigError, DataError
 
@@ -142,3 +143,22 @@ def test_lightning_checkpoint_of_a_toy_run_exports_through_the_cli(tmp_path, rep
                                                  exported).eval()
         got = module(ids["input_ids"], ids["attention_mask"]).logits
     torch.testing.assert_close(got, expected)
+
+
+def test_a_deepspeed_folder_rewritten_after_an_hpc_checkpoint_is_the_newer(tmp_path):
+    # DeepSpeed saves last.ckpt/ as a folder: saving again rewrites `latest` and the files of its tag
+    # folder, the folder's own mtime stays that of its creation (before the hpc_ckpt here).
+    last = tmp_path / "checkpoints" / "last.ckpt"
+    touch(last / "checkpoint" / "mp_rank_00_model_states.pt", 1000)
+    touch(last / "latest", 1000)
+    os.utime(last, (1000, 1000))
+    hpc = touch(tmp_path / "hpc_ckpt_1.ckpt" / "checkpoint" / "mp_rank_00_model_states.pt", 2000).parent.parent
+    os.utime(hpc, (2000, 2000))
+    assert resume_checkpoint(tmp_path) == hpc
+    # the job ran on after the signal: DeepSpeed wrote last.ckpt/ again, inside
+    touch(last / "checkpoint" / "mp_rank_00_model_states.pt", 2500)
+    touch(last / "latest", 2500)
+    assert last.stat().st_mtime == 1000
+    assert resume_checkpoint(tmp_path) == last
+    assert find_checkpoint(tmp_path) == last  # what export-adapter RUN takes
+    assert run_checkpoints(tmp_path)[-1] == last

@@ -55,11 +55,21 @@ def is_deepspeed_checkpoint(path: str | Path) -> bool:
 
 
 def run_checkpoints(run_dir: str | Path) -> list[Path]:
-    """A run's checkpoints, oldest first (by modification time): ``checkpoints/*.ckpt`` and the
+    """A run's checkpoints, oldest first (by ``written_at``): ``checkpoints/*.ckpt`` and the
     ``hpc_ckpt_<n>.ckpt`` that Lightning's SLURM handler writes into the run folder on preemption."""
     run_dir = Path(run_dir)
     found = list((run_dir / "checkpoints").glob("*.ckpt")) + list(run_dir.glob("hpc_ckpt_*.ckpt"))
-    return sorted(found, key=lambda p: (p.stat().st_mtime, p.name))
+    return sorted(found, key=lambda p: (written_at(p), p.name))
+
+
+def written_at(path: Path) -> float:
+    """When a checkpoint was last written: a file's modification time, or for a DeepSpeed folder the
+    newest of its files'. DeepSpeed saving into an existing ``last.ckpt/`` rewrites ``latest`` and the
+    files of its tag folder, which leaves the mtime of ``last.ckpt/`` itself unchanged."""
+    times = [path.stat().st_mtime]
+    if path.is_dir():
+        times += [f.stat().st_mtime for f in path.rglob("*") if f.is_file()]
+    return max(times)
 
 
 def resume_checkpoint(run_dir: str | Path) -> Path | None:
@@ -67,11 +77,12 @@ def resume_checkpoint(run_dir: str | Path) -> Path | None:
     ``hpc_ckpt_<n>.ckpt`` (written when Slurm asked the job to stop), or None for a fresh start.
 
     After the preemption signal the job may run on for a few steps and write ``last.ckpt`` again
-    before Slurm stops it, so neither file is always the newer one: the modification time decides.
+    before Slurm stops it, so neither file is always the newer one: the last write decides
+    (``written_at``: inside a DeepSpeed folder, its newest file).
     """
     run_dir = Path(run_dir)
     candidates = [p for p in [run_dir / "checkpoints" / "last.ckpt", *run_dir.glob("hpc_ckpt_*.ckpt")] if p.exists()]
-    return max(candidates, key=lambda p: (p.stat().st_mtime, p.name)) if candidates else None
+    return max(candidates, key=lambda p: (written_at(p), p.name)) if candidates else None
 
 
 def find_checkpoint(run_dir: str | Path | None, ckpt: str | Path | None = None) -> Path:
