@@ -72,3 +72,22 @@ def test_json_lines_with_one_broken_line_still_get_per_line_defects(capsys, tmp_
     events.write_text(json.dumps(good) + "\n{broken\n")
     code, out, _ = validate(capsys, events, "--type", "event")
     assert code == 1 and f"{events}:2: invalid JSON" in out
+
+
+@pytest.mark.parametrize("command", [["data", "stats"], ["points", "--out", "{out}", "--events"]])
+def test_every_reader_of_records_names_a_csv_or_json_array_once(capsys, tmp_path, command):
+    """Bad-input pass: `data stats` and `points` read records through schema.read_jsonl, which said
+    "283 defective record(s)" with one "invalid JSON" per row of a CSV and "line 1: expected a JSON
+    object, got list" for a JSON array."""
+    boxes = tmp_path / "boxes.csv"
+    boxes.write_text(BOX_CSV)
+    array = tmp_path / "events.json"
+    array.write_text(json.dumps([{"id": "e1"}, {"id": "e2"}]))
+    argv = [a.replace("{out}", str(tmp_path / "out")) for a in command]
+    assert main([*argv, str(boxes)]) == 2
+    err = capsys.readouterr().err
+    assert "1 defective record(s)" in err and "invalid JSON" not in err
+    assert f"{boxes}: a CSV file (header: filename,width,height,class,xmin,ymin,xmax,ymax), not JSON Lines" in err
+    assert main([*argv, str(array)]) == 2
+    err = capsys.readouterr().err
+    assert f"{array}: a JSON array of 2 items, not JSON Lines" in err and "got list" not in err

@@ -818,6 +818,14 @@ def read_jsonl(path: str | os.PathLike, record_type: type[R]) -> ReadResult:
         return ReadResult([], [Defect(path, 0, "", "is a folder; expected a .jsonl file")], path)
     except OSError as error:
         return ReadResult([], [Defect(path, 0, "", f"cannot read the file ({error.strerror or error})")], path)
+    if lines and (lines[0][2] or not isinstance(lines[0][1], dict)):
+        # a CSV or one JSON document where JSON Lines are expected: one defect naming what the file
+        # is, not one "invalid JSON" per line (issue 22, item 15, for every reader of records)
+        from egohorizon.data.file_kind import not_json_lines
+
+        wrong_kind = not_json_lines(path)
+        if wrong_kind:
+            return ReadResult([], [Defect(path, 0, "", wrong_kind.removeprefix(f"{path}: "))], path)
     for line_number, obj, json_problem in lines:
         if json_problem:
             defects.append(Defect(path, line_number, "", json_problem))
