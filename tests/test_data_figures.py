@@ -101,3 +101,17 @@ def test_level_table_and_png(events, tmp_path, capsys):
     assert main(["data", "stats", str(tmp_path / "events.jsonl"), "--plot", str(tmp_path / "stats.png")]) == 0
     assert "L3" in capsys.readouterr().out
     opens_as_png(tmp_path / "stats.png")
+
+
+@pytest.mark.parametrize("argv", [["data", "plot-day", "EVENTS", "--day", "2025-03-03", "--out", "OUT"],
+                                  ["data", "stats", "EVENTS", "--plot", "OUT"]])
+def test_a_figure_name_matplotlib_cannot_write_is_refused_before_reading(capsys, tmp_path, argv):
+    """Bad-input pass: --out day.txt read every event, then crashed in savefig with a ValueError
+    traceback ("Format 'txt' is not supported")."""
+    events = tmp_path / "events.jsonl"
+    write_jsonl(events, day_hierarchy("p1", "2025-03-03"))
+    out = tmp_path / "day.txt"
+    with pytest.raises(SystemExit) as exit_:
+        main([str(events) if a == "EVENTS" else str(out) if a == "OUT" else a for a in argv])
+    assert exit_.value.code == 2 and not out.exists()
+    assert f"{out}: expected an image file name ending in .png, .pdf, .svg" in capsys.readouterr().err

@@ -12,6 +12,18 @@ from egohorizon.commands._args import out_file
 
 logger = logging.getLogger(__name__)
 
+FIGURE_SUFFIXES = (".png", ".pdf", ".svg", ".jpg", ".jpeg")  # what matplotlib writes that a user opens
+
+
+def figure_file(value: str) -> str:
+    """An argparse type: out_file whose suffix matplotlib can write (a .txt crashed in savefig after
+    reading every event)."""
+    value = out_file(value)
+    if Path(value).suffix.lower() not in FIGURE_SUFFIXES:
+        raise argparse.ArgumentTypeError(f"{value}: expected an image file name ending in "
+                                         f"{', '.join(FIGURE_SUFFIXES)}")
+    return value
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("data", help="summarise, validate and convert data sets",
@@ -24,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "count, mean duration and adjacent-level compression ratio.")
     stats.add_argument("path", help="an events .jsonl file, or a folder searched for events*.jsonl")
     stats.add_argument("--json", dest="as_json", action="store_true", help="print the summary as JSON")
-    stats.add_argument("--plot", metavar="PNG", type=out_file, default=None,
+    stats.add_argument("--plot", metavar="PNG", type=figure_file, default=None,
                        help="also draw the per-level compression ratios and mean durations to this PNG")
     stats.set_defaults(handler=run_stats)
 
@@ -48,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plot_day.add_argument("--day", required=True, help="the day, as the events' day field (YYYY-MM-DD)")
     plot_day.add_argument("--participant", default=None,
                           help="the participant (needed when several have events on that day)")
-    plot_day.add_argument("--out", required=True, type=out_file, help="the PNG to write")
+    plot_day.add_argument("--out", required=True, type=figure_file, help="the PNG (or .pdf/.svg) to write")
     plot_day.set_defaults(handler=run_plot_day)
 
     try:  # adapters register `data convert` when present
