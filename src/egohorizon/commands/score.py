@@ -59,6 +59,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="score only the gold items that have a prediction and say how many were left out "
         "(default: a gold item without a prediction is scored wrong, with a warning)",
     )
+    qa.add_argument(
+        "--extraction",
+        choices=("strict", "egomonth-cs", "egomonth-upper", "egoschema"),  # = metrics.extraction.MODES
+        default="strict",
+        help="how a reply becomes a letter: strict (the project's, never guesses), egomonth-cs (first "
+        "standalone capital A-D, EgoMonth's Qwen3-VL script), egomonth-upper (the same after upper-casing, "
+        "EgoMonth's other scripts), egoschema (option text, or a leading letter / 0-based digit); "
+        "strict's Avg/Acc are reported beside any other mode (default: strict)",
+    )
     qa.set_defaults(handler=run_qa)
 
     segments = _task(tasks, "segments", "EgoHome permissible subsegment Jaccard and semantic F1")
@@ -328,11 +337,14 @@ def run_qa(args: argparse.Namespace) -> int:
     items, selection = _select_gold(every, {r.id for r in records}, args)
     records = [r for r in records if r.id not in selection["other_split_ids"]]  # neither missing nor unknown
     by_id = {item.id: item for item in items}
-    answers = {}
-    for r in records:
-        if r.id in by_id:
-            raw = r.answer if r.answer is not None else r.text
-            answers[r.id] = task.parse([raw], by_id[r.id])
+    raws = {r.id: (r.answer if r.answer is not None else r.text) for r in records if r.id in by_id}
+    answers = {i: task.parse([raw], by_id[i]) for i, raw in raws.items()}
+    mode = getattr(args, "extraction", "strict")
+    strict_answers = answers
+    if mode != "strict":
+        from egohorizon.metrics.extraction import extract
+
+        answers = {i: extract(raw, by_id[i].options, mode) for i, raw in raws.items()}
     task_levels = None
     if args.task_levels:
         try:
@@ -350,7 +362,21 @@ def run_qa(args: argparse.Namespace) -> int:
     report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
     report["inputs"].update({k: v for k, v in selection.items() if k != "other_split_ids"})
     _warn_missing(report["inputs"], "gold item")
-    return _finish(report, _selection_lines(selection) + format_qa(report), args)
+    text = format_qa(report)
+    if mode != "strict":
+        strict = task.evaluate(items, strict_answers, "test", task_levels=task_levels).report
+        differ = sum(1 for i in raws if answers[i] != strict_answers[i])
+        report["extraction"] = {"mode": mode, "read_differently": differ,
+                                "strict": {k: strict[k] for k in ("Avg", "Acc", "n", "invalid")}}
+        text += (f"extraction {mode}; strict: Avg {_fmt(strict['Avg'])} Acc {_fmt(strict['Acc'])} "
+                 f"invalid {strict['invalid']} ({differ} of {len(raws)} replies read differently)\n")
+    return _finish(report, _selection_lines(selection) + text, args)
+
+
+def _fmt(value) -> str:
+    from egohorizon.metrics.report import fmt
+
+    return fmt(value)
 
 
 def _select_gold(items: list, pred_ids: set[str], args: argparse.Namespace) -> tuple[list, dict]:
