@@ -39,7 +39,7 @@ def bounded_int(lo: int | None = None, hi: int | None = None) -> Callable[[str],
         return number
 
     parse.__name__ = f"int {text}"
-    parse.bounds = (lo, hi)  # read by the CLI tests
+    parse.bounds = (lo, hi)  # for scripts that check documented values against the options
     return parse
 
 
