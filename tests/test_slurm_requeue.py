@@ -79,3 +79,67 @@ def test_job_ids_and_checkpoint_numbering(tmp_path, monkeypatch):
     (tmp_path / "hpc_ckpt_1.ckpt").touch()
     (tmp_path / "hpc_ckpt_4.ckpt").mkdir()  # DeepSpeed writes folders
     assert next_hpc_checkpoint(tmp_path).name == "hpc_ckpt_5.ckpt"
+
+
+class SendSignal(L.Callback):
+    """Sends ``signal_name`` to this process in the middle of training batch ``at`` (Slurm's warning)."""
+
+    def __init__(self, signal_name: str = "SIGUSR1", at: int = 1):
+        self.signum, self.at = signal.Signals[signal_name], at
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx):
+        if trainer.global_step == self.at:
+            os.kill(os.getpid(), self.signum)
+
+
+def test_under_submitit_usr2_saves_a_checkpoint_then_hands_over_to_submitit(tmp_path, monkeypatch):
+    monkeypatch.setenv("SLURM_JOB_ID", "123")
+    monkeypatch.setenv("SUBMITIT_EXECUTOR", "slurm")
+    monkeypatch.delenv("SUBMITIT_PREEMPT_SIGNAL", raising=False)
+    monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
+    handed_over = []
+
+    def submitit_handler(signum, frame):  # submitit's checkpoint_and_try_requeue would requeue and exit
+        handed_over.append((signum, sorted(p.name for p in tmp_path.glob("hpc_ckpt_*"))))
+
+    previous = signal.signal(signal.SIGUSR2, submitit_handler)
+    try:
+        callback = SlurmRequeue(requeue=False)
+        trainer = L.Trainer(accelerator="cpu", max_steps=20, logger=False, enable_checkpointing=False,
+                            enable_progress_bar=False, enable_model_summary=False, default_root_dir=tmp_path,
+                            callbacks=[SendSignal("SIGUSR2", at=2), callback])
+        data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(40, 2)), batch_size=2)
+
+        class Quiet(Tiny):
+            def training_step(self, batch, batch_idx):
+                return self.layer(batch[0]).pow(2).sum()
+
+        trainer.fit(Quiet(), data)
+        # submitit's handler ran once, after the checkpoint of the step in flight was on disk
+        assert handed_over == [(signal.SIGUSR2, ["hpc_ckpt_1.ckpt"])]
+        assert trainer.global_step == 3 and callback.requeued
+        assert torch.load(tmp_path / "hpc_ckpt_1.ckpt", weights_only=False)["global_step"] == 3
+        assert signal.getsignal(signal.SIGUSR2) is submitit_handler  # submitit's handler is back
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+
+
+@pytest.mark.slow
+def test_train_py_stops_after_a_requeue_without_testing(tmp_path, monkeypatch):
+    from forecast_toy_world import write_toy_events
+    from test_run_forecast import _compose, toy_overrides
+
+    from egohorizon.run import train
+
+    monkeypatch.setenv("SLURM_JOB_ID", "123")
+    monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
+    monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
+    events = write_toy_events(tmp_path)
+    cfg = _compose("train", ["experiment=forecast_l3", *toy_overrides(events, tmp_path, "run"), "logger=csv",
+                             "trainer.max_epochs=2", "callbacks.slurm_requeue.requeue=false",
+                             "+callbacks.signal._target_=test_slurm_requeue.SendSignal"])
+    result = train(cfg)
+    run = tmp_path / "run"
+    assert result["requeued"] and result["global_step"] == 2
+    assert (run / "hpc_ckpt_1.ckpt").is_file()
+    assert not (run / "metrics.json").exists()  # no test, no outputs: the requeued job writes them

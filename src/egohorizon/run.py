@@ -217,6 +217,12 @@ def test(trainer, model, datamodule) -> None:
         trainer.test(model, datamodule=datamodule, verbose=False)
 
 
+def stopped_for_requeue(trainer) -> bool:
+    from egohorizon.callbacks.slurm_requeue import SlurmRequeue
+
+    return any(isinstance(c, SlurmRequeue) and c.requeued for c in trainer.callbacks)
+
+
 def eval_callback(trainer):
     from egohorizon.callbacks.generation_eval import GenerationEvalCallback
 
@@ -312,6 +318,12 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     trainer = build_trainer(cfg, build_callbacks(cfg), build_loggers(cfg, run_dir))
     _log_hyperparameters(trainer, cfg, model)
     fit(trainer, model, datamodule, resolve_ckpt_path(cfg, run_dir))
+    if stopped_for_requeue(trainer):
+        # Slurm asked the job to stop and it was requeued: the requeued job resumes, tests and writes
+        # metrics.json; testing here would run into the time limit and report a half-trained model.
+        log.info("stopped for a Slurm requeue at step %d: not testing", trainer.global_step)
+        close_loggers(trainer)
+        return {"run_dir": str(run_dir), "requeued": True, "global_step": trainer.global_step}
     val_losses = _loss_metrics(trainer)  # the last validation's; trainer.test replaces them
     if cfg.get("test_after_fit", True):
         test(trainer, model, datamodule)

@@ -16,6 +16,12 @@ Active only inside a Slurm job (``SLURM_JOB_ID``); elsewhere it does nothing. Li
 its own handler for the requeue signal only where none is installed yet, and it does so after the
 callbacks' ``setup``: the handler installed here keeps Lightning's off. Lightning's SLURM environment
 still provides the ranks, and its SIGTERM handling still ends the processes when Slurm requeues.
+
+Under submitit (Hydra's ``hydra/launcher=slurm``, ``SUBMITIT_EXECUTOR`` set) the warning is submitit's
+preemption signal (``SUBMITIT_PREEMPT_SIGNAL``, USR2), whose handler requeues and exits at once
+without a model checkpoint (the requeued point resumed from an older ``last.ckpt``). It is caught
+here too: the checkpoint is saved at the next step, then submitit's own handler requeues the job.
+After either, ``requeued`` is true and train.py stops without testing (the requeued job will).
 """
 
 from __future__ import annotations
@@ -54,7 +60,9 @@ class SlurmRequeue(Callback):
         self.signum = signal.Signals[signal_name]
         self.requeue = requeue
         self.requested = False
-        self._previous_handler = None
+        self.requeued = False  # a checkpoint was saved for a requeue and training stopped
+        self._noted: int | None = None
+        self._previous: dict[int, object] = {}
         self._installed = False
 
     # -- the signal ----------------------------------------------------------------------------
@@ -62,19 +70,31 @@ class SlurmRequeue(Callback):
     def setup(self, trainer, pl_module, stage: str) -> None:
         if stage != "fit" or slurm_job_id() is None or self._installed:
             return
-        self.requested = False
-        self._previous_handler = signal.signal(self.signum, self._note_signal)
+        self.requested = self.requeued = False
+        for signum in self.signals():
+            self._previous[signum] = signal.signal(signum, self._note_signal)
         self._installed = True
-        log.info("Slurm job %s: %s -> checkpoint at the next step, requeue, stop", slurm_job_id(), self.signum.name)
+        names = "/".join(signal.Signals(s).name for s in self._previous)
+        log.info("Slurm job %s: %s -> checkpoint at the next step, requeue, stop", slurm_job_id(), names)
+
+    def signals(self) -> list[int]:
+        """The requeue signal, and submitit's preemption signal when submitit started this job."""
+        out = [self.signum]
+        if os.environ.get("SUBMITIT_EXECUTOR") == "slurm":
+            name = os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2")
+            submitit = signal.Signals[name if name.startswith("SIG") else f"SIG{name}"]
+            out += [submitit] if submitit != self.signum else []
+        return out
 
     def _note_signal(self, signum, frame) -> None:
         # Nothing else here: the main thread may be anywhere (inside a collective, mid-update).
-        self.requested = True
+        self.requested, self._noted = True, signum
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
         if self._installed:
-            signal.signal(self.signum, self._previous_handler or signal.SIG_DFL)
-            self._installed = False
+            for signum, previous in self._previous.items():
+                signal.signal(signum, previous or signal.SIG_DFL)
+            self._previous, self._installed = {}, False
 
     # -- acting on it --------------------------------------------------------------------------
 
@@ -89,10 +109,14 @@ class SlurmRequeue(Callback):
         path = Path(trainer.strategy.broadcast(str(path), src=0))  # one name for all ranks
         log.info("Slurm signal: saving %s at step %d", path, trainer.global_step)
         trainer.save_checkpoint(path)
-        if trainer.is_global_zero and self.requeue:
-            self._requeue()
+        self.requested, self.requeued = False, True
         trainer.should_stop = True
-        self.requested = False
+        previous = self._previous.get(self._noted) if self._noted != self.signum else None
+        if callable(previous):
+            # submitit's handler: it requeues the job (rank zero) and exits; the checkpoint is on disk.
+            previous(self._noted, None)
+        elif trainer.is_global_zero and self.requeue:
+            self._requeue()
 
     def _requeue(self) -> None:
         job = slurm_job_id()
