@@ -39,6 +39,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     forecast.add_argument("--max-candidates", type=positive_int, default=3, help="N of best-of-N (default 3)")
     forecast.add_argument("--seed", type=seed, default=0, help="seed of the random-baseline draws")
     forecast.add_argument("--repeat-last", action="store_true", help="also score the repeat-last-K baseline")
+    forecast.add_argument(
+        "--metric",
+        choices=("s-norm", "ego4d-ed"),
+        default="s-norm",
+        help="s-norm: the soft edit distance only; ego4d-ed: also Ego4D LTA's official edit distance "
+        "(Levenshtein ED@Z and AUED for verb, noun, action; min over the first 5 candidates; Z = each "
+        "point's K) printed next to S_norm (default: s-norm)",
+    )
     forecast.set_defaults(handler=run_forecast)
 
     qa = _task(tasks, "qa", "multiple-choice accuracy: per task, Avg, Acc, per level, invalid, chance")
@@ -320,7 +328,14 @@ def run_forecast(args: argparse.Namespace) -> int:
         baseline = evaluation.baselines["repeat_last"]
         report["baselines"] = {"repeat_last": {k: baseline[k] for k in ("overall", "groups")}}
     report["inputs"] = inputs
-    return _finish(report, format_forecast(report), args)
+    text = format_forecast(report)
+    if args.metric == "ego4d-ed":
+        from egohorizon.metrics.ego4d import ego4d_report
+        from egohorizon.metrics.report import format_ego4d
+
+        report["ego4d"] = ego4d_report(points, {p.id: predictions.get(p.id) for p in points})
+        text += format_ego4d(report["ego4d"])
+    return _finish(report, text, args)
 
 
 def run_qa(args: argparse.Namespace) -> int:

@@ -71,6 +71,20 @@ def format_forecast(report: dict) -> str:
     return text
 
 
+def format_ego4d(block: dict) -> str:
+    """The Ego4D LTA edit-distance rows (``metrics.ego4d.ego4d_report``), lower is better."""
+    def cell(row, head, key):
+        return "-" if row[head] is None or row[head][key] is None else row[head][key]
+
+    rows = [[g["Z"], g["n"], g["missing"], *(cell(g, h, "ED") for h in ("verb", "noun", "action")),
+             *(cell(g, h, "AUED") for h in ("verb", "noun", "action"))] for g in block["groups"]]
+    headers = ["Z", "n", "no pred", "verb ED@Z", "noun ED@Z", "action ED@Z", "verb AUED", "noun AUED",
+               "action AUED"]
+    return (f"\nEgo4D LTA edit distance ({block['edit_distance']}; min over the first {block['K']} "
+            "candidates; lower is better; verb/noun '-' when the points carry no meta.target_verbs/nouns)\n"
+            + table(headers, rows))
+
+
 def format_qa(report: dict) -> str:
     rows = [
         [task, r["level"], r["acc"], r["correct"], r["n"], r["invalid"]]
