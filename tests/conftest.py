@@ -31,3 +31,22 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+# The SmolLM2 backbone's converted folder (backbone=smollm2_135m): built once (~1 min) into this fixed,
+# git-ignored cache and reused by later sessions, so `make test` pays the conversion once per clone.
+SMOLLM2_CACHE = Path(os.environ.get("EGOHORIZON_TEST_BACKBONES", REPO_ROOT / ".cache" / "backbones"))
+
+
+@pytest.fixture(scope="session")
+def smollm2_backbone():
+    """backbone=smollm2_135m, converted (or found converted) once per test session."""
+    from egohorizon.backbones import GGUFBackbone
+    from egohorizon.errors import ConfigError
+
+    backbone = GGUFBackbone(cache_dir=str(SMOLLM2_CACHE))
+    try:
+        backbone.prepare()
+    except ConfigError as error:  # the wheel is not installed (`make install` installs it)
+        pytest.skip(str(error))
+    return backbone

@@ -73,7 +73,7 @@ BOUNDS = (
     Bound("model.optimizer.weight_decay", integer=False, low=0),
     Bound("model.scheduler.num_warmup_steps", low=0),
     Bound("model.generation.num_candidates", low=1),
-    Bound("model.generation.num_beams", low=1),
+    Bound("model.generation.num_beams", low=1, also=UNSET),  # null: one beam per candidate (models.lora_lm)
     Bound("model.generation.max_new_tokens", low=1),
     Bound("model.generation.temperature", integer=False, low=0),
     # Lightning's Trainer (-1: no limit, as Lightning reads it)
