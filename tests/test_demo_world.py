@@ -258,3 +258,26 @@ def test_default_world_figures_and_learnability(tmp_path):
     for level, s in scores.items():
         assert s["ngram_exact"] > s["repeat_exact"] + 0.05 and s["ngram_f1"] > s["repeat_f1"], (level, s)
         assert s["ngram_exact"] < 0.8, (level, s)
+
+
+def test_a_users_demo_folder_keeps_its_own_arguments(tmp_path):
+    """Bad-input pass: `egohorizon demo --out D --weeks 1` then `shards build --demo --demo-dir D`
+    regenerated D as the default 6-week, 2-person world, overwriting the events the user had already
+    built points from (14,247 events became 43,078)."""
+    import hashlib
+
+    from egohorizon.cli import main
+    from egohorizon.data.demo import ensure_recorded_demo_world
+
+    folder = tmp_path / "demo"
+    assert main(["demo", "--out", str(folder), "--weeks", "1", "--participants", "1"]) == 0
+    digest = hashlib.sha256((folder / "events.jsonl").read_bytes()).hexdigest()
+    assert ensure_recorded_demo_world(folder) == folder
+    assert hashlib.sha256((folder / "events.jsonl").read_bytes()).hexdigest() == digest
+    assert load_demo_world(folder).meta["weeks"] == 1
+    (folder / "events.jsonl").unlink()  # incomplete: made again with its own arguments, not the defaults
+    ensure_recorded_demo_world(folder)
+    assert hashlib.sha256((folder / "events.jsonl").read_bytes()).hexdigest() == digest
+    empty = tmp_path / "new"
+    ensure_recorded_demo_world(empty)
+    assert load_demo_world(empty).meta["weeks"] == 6

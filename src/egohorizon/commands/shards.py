@@ -85,9 +85,9 @@ def run_build(args: argparse.Namespace) -> int:
     except ValueError as error:
         raise ConfigError(str(error)) from None
     if args.demo:
-        from egohorizon.data.demo import ensure_demo_world, load_demo_world
+        from egohorizon.data.demo import ensure_recorded_demo_world, load_demo_world
 
-        world = load_demo_world(ensure_demo_world(args.demo_dir))
+        world = load_demo_world(ensure_recorded_demo_world(args.demo_dir))
         days = sorted({r.day for r in world.recordings})[: args.demo_days] if args.demo_days else None
         recordings = [r for r in world.recordings if days is None or r.day in days]
         sources = demo_sources(world, frame_size=args.long_side, recordings=recordings)

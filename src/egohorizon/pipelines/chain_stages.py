@@ -106,9 +106,9 @@ def digest_ingest(run_dir: Path) -> str:
 
 
 def _demo_world(settings: ChainSettings):
-    from egohorizon.data.demo import ensure_demo_world, load_demo_world
+    from egohorizon.data.demo import ensure_recorded_demo_world, load_demo_world
 
-    return load_demo_world(ensure_demo_world(settings.demo_dir))
+    return load_demo_world(ensure_recorded_demo_world(settings.demo_dir))
 
 
 def run_shards(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:

@@ -15,10 +15,16 @@ Only the standard library is imported here; PIL is imported when a frame is draw
 """
 
 from egohorizon.data.demo.world import DemoWorld, load_demo_world
-from egohorizon.data.demo.writer import default_demo_dir, ensure_demo_world, generate_demo_world
+from egohorizon.data.demo.writer import (
+                                         default_demo_dir,
+                                         ensure_demo_world,
+                                         ensure_recorded_demo_world,
+                                         generate_demo_world,
+)
 
 # The default folder as resolved at import; ensure_demo_world(None) re-reads $EGOHORIZON_DEMO_DIR.
 DEFAULT_DEMO_DIR = default_demo_dir()
 
-__all__ = ["DEFAULT_DEMO_DIR", "DemoWorld", "default_demo_dir", "ensure_demo_world", "generate_demo_world",
+__all__ = ["DEFAULT_DEMO_DIR", "DemoWorld", "default_demo_dir", "ensure_demo_world", "ensure_recorded_demo_world",
+           "generate_demo_world",
            "load_demo_world"]

@@ -130,3 +130,20 @@ def ensure_demo_world(path: str | Path | None = None, seed: int = 0, participant
                      participants, weeks, ", cue switches" if cue_switches else "")
             generate_demo_world(path, seed=seed, participants=participants, weeks=weeks, cue_switches=cue_switches)
     return path
+
+
+def ensure_recorded_demo_world(path: str | Path | None = None) -> Path:
+    """Like ``ensure_demo_world`` for a folder given by the user (``--demo-dir``): a world already there
+    is kept with the arguments its world.json records (one made by ``egohorizon demo --weeks 2`` stays
+    2 weeks and is only regenerated as such, by a newer generator), where the defaults would overwrite
+    it with a 6-week world under the events and points already built from it."""
+    path = Path(path) if path is not None else default_demo_dir()
+    try:
+        meta = json.loads((path / "world.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ensure_demo_world(path)
+    seed, weeks, people = meta.get("seed"), meta.get("weeks"), meta.get("participants")
+    if not (isinstance(seed, int) and isinstance(weeks, int) and weeks >= 1 and isinstance(people, list) and people):
+        return ensure_demo_world(path)
+    return ensure_demo_world(path, seed=seed, participants=len(people), weeks=weeks,
+                             cue_switches="cue_switches" in meta)
