@@ -61,3 +61,16 @@ def test_demo_world_to_shards_to_stream(world, tmp_path):
         assert {e["id"] for e in meta["events"]} == expected_events
         assert meta["captions"] and all(isinstance(c, str) for c in meta["captions"])
     assert checked_gaze > 0 and checked_words > 0
+
+
+def test_events_files_with_demo_are_refused_not_ignored(tmp_path, capsys):
+    """Bad-input pass: `shards build --demo --events boxes.csv` exited 0, the file never read."""
+    from egohorizon.cli import main
+
+    events = tmp_path / "mine.jsonl"
+    events.write_text("")
+    assert main(["shards", "build", "--demo", "--demo-dir", str(tmp_path / "demo"), "--out",
+                 str(tmp_path / "shards"), "--events", str(events)]) == 2
+    err = capsys.readouterr().err
+    assert f"--events {events}: --demo attaches the demo world's own events" in err
+    assert not (tmp_path / "shards").exists() and not (tmp_path / "demo").exists()

@@ -84,6 +84,9 @@ def run_build(args: argparse.Namespace) -> int:
                               draw_gaze=args.draw_gaze, min_frames=args.min_frames, stride=args.stride)
     except ValueError as error:
         raise ConfigError(str(error)) from None
+    if args.demo and args.events:  # they were ignored without a word
+        raise ConfigError(f"--events {' '.join(args.events)}: --demo attaches the demo world's own events; "
+                          "--events is for --ingested recordings")
     if args.demo:
         from egohorizon.data.demo import ensure_recorded_demo_world, load_demo_world
 
