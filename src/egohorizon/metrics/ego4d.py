@@ -20,6 +20,7 @@ candidates are read, each cut to its first z actions at every z, as the official
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Hashable, Mapping, Sequence
 
 Z = 20
@@ -49,7 +50,7 @@ def aued(curve: Sequence[float]) -> float | None:
     """Trapezoid area under an ED@z curve over z = 1..Z, divided by Z - 1."""
     if len(curve) < 2:
         return None
-    return sum((a + b) / 2 for a, b in zip(curve, curve[1:])) / (len(curve) - 1)
+    return sum((a + b) / 2 for a, b in itertools.pairwise(curve)) / (len(curve) - 1)
 
 
 def split_action(text: str, verbs: Sequence[str]) -> tuple[str, str]:

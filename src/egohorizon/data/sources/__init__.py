@@ -13,4 +13,8 @@ ADAPTERS: dict[str, str] = {
     "epic-kitchens": "epic_kitchens",
     "hd-epic": "hd_epic",
     "hd-epic-vqa": "hd_epic_vqa",
+    # benchmark files named on the command line instead of found under --root (issue 25)
+    "egomonth": "egomonth",
+    "egoschema": "egoschema",
+    "ego4d-lta": "ego4d_lta",
 }
