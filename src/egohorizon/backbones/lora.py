@@ -24,7 +24,36 @@ def add_lora(model, lora: dict[str, Any], vision: bool = False):
     from peft import LoraConfig, get_peft_model
 
     settings = with_vision_targets(model, lora) if vision else dict(lora)
-    return get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **settings))
+    model = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", **settings))
+    reinitialise_partitioned_lora(model)
+    return model
+
+
+def reinitialise_partitioned_lora(model) -> int:
+    """Under ZeRO-3 (Lightning runs ``configure_model`` inside ``deepspeed.zero.Init``) every new
+    ``lora_A``/``lora_B`` is partitioned as it is created, so peft's ``kaiming_uniform_``/``zeros_`` ran
+    on empty tensors (peft warns "Initializing zero-element tensors is a no-op") and training would
+    start from random ``lora_B``: a damaged base model. Each partitioned layer is gathered, initialised
+    again by peft on rank zero and scattered back (``GatheredParameters(modifier_rank=0)`` broadcasts
+    rank zero's values). Returns the number of layers re-initialised (0 without ZeRO-3)."""
+    layers = [
+        (module, name)
+        for module in model.modules()
+        if hasattr(module, "reset_lora_parameters") and hasattr(module, "lora_A")
+        for name in module.lora_A
+        if hasattr(module.lora_A[name].weight, "ds_id")  # a DeepSpeed ZeRO-3 parameter
+    ]
+    if not layers:
+        return 0
+    import deepspeed
+
+    config = model.peft_config
+    for module, name in layers:
+        params = list(module.lora_A[name].parameters()) + list(module.lora_B[name].parameters())
+        with deepspeed.zero.GatheredParameters(params, modifier_rank=0):
+            if not deepspeed.comm.is_initialized() or deepspeed.comm.get_rank() == 0:
+                module.reset_lora_parameters(name, config[name].init_lora_weights)
+    return len(layers)
 
 
 def with_vision_targets(model, lora: dict[str, Any]) -> dict[str, Any]:
