@@ -314,3 +314,27 @@ def test_unset_camera_clock_in_the_container_is_ignored_with_a_warning(clip, tmp
                in r.getMessage() for r in caplog.records)
     rec = ingest_video(stamped, tmp_path / "rec", participant="v1", day="2024-01-01")
     assert rec.meta["time_base"] == "relative"
+
+
+@pytest.mark.parametrize("source", ["aria", "video"])
+@pytest.mark.parametrize("day", ["2025-13-45", "2025-3-4", "20250304"])
+def test_an_impossible_day_is_refused_before_anything_is_written(tmp_path, capsys, source, day):
+    """Bad-input pass: ingest aria --day 2025-13-45 wrote every frame, then failed the recording.json
+    check; the folder it left made the corrected rerun ask for --overwrite."""
+    from egohorizon.cli import main
+
+    out = tmp_path / "rec"
+    with pytest.raises(SystemExit) as exit_:
+        main(["ingest", source, str(tmp_path / "in.file"), "--out", str(out), "--participant", "p1", "--day", day])
+    assert exit_.value.code == 2 and not out.exists()
+    assert f"argument --day: expected a calendar day YYYY-MM-DD, got '{day}'" in capsys.readouterr().err
+
+
+def test_a_day_that_is_not_the_clocks_leaves_no_folder(clip, tmp_path):
+    """Bad-input pass: --day 2025-03-01 on a recording whose clock says 2023-11-14 was refused by the
+    check of the written recording.json, leaving the folder (the corrected rerun asked for --overwrite)."""
+    out = tmp_path / "rec"
+    with pytest.raises(DataError, match=r"recording field 'day': expected the calendar day of the start, 2023-11-14"):
+        ingest_video(clip, out, participant="v1", start_time=1_700_000_000.0, day="2025-03-01")
+    assert list(tmp_path.iterdir()) == []
+    assert ingest_video(clip, out, participant="v1", start_time=1_700_000_000.0).recording.day == "2023-11-14"

@@ -9,6 +9,24 @@ from egohorizon.commands import write_result
 from egohorizon.commands._args import nonneg_float, out_dir, positive_float
 
 
+def day_arg(value: str) -> str:
+    """An argparse type: a real calendar day (a placeholder label, as the schema allows, starts with a
+    letter). --day 2025-13-45 was only refused by the record check after every frame was written, and
+    the folder it left made the corrected rerun ask for --overwrite."""
+    import datetime as dt
+
+    if value[:1].isdigit():
+        try:
+            if len(value) != 10:
+                raise ValueError(value)
+            dt.date.fromisoformat(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a calendar day YYYY-MM-DD, got {value!r}") from None
+    elif not value.strip():
+        raise argparse.ArgumentTypeError("expected a calendar day YYYY-MM-DD, got an empty string")
+    return value
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "ingest", help="sample frames (1 Hz), gaze and speech from Aria VRS or video files",
@@ -75,7 +93,7 @@ def _start_time(value: str) -> float:
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, type=out_dir, help="the recording folder to write")
     parser.add_argument("--participant", required=True, help="participant id the recording belongs to, e.g. p1")
-    parser.add_argument("--day", help="calendar day YYYY-MM-DD (default: from the recording's clock)")
+    parser.add_argument("--day", type=day_arg, help="calendar day YYYY-MM-DD (default: from the recording's clock)")
     parser.add_argument("--session", help="session id (default: the file name)")
     parser.add_argument("--rate", type=nonneg_float, default=1.0, help="frames per second to keep (default 1; 0: all)")
     parser.add_argument("--overwrite", action="store_true", help="replace an existing folder")

@@ -262,6 +262,11 @@ class RecordingWriter:
         statuses = Counter(f.gaze_status for f in self.frames)
         recording.meta = {**recording.meta, "frames": len(self.frames), "words": len(words),
                           "gaze_status_counts": {s: statuses.get(s, 0) for s in GAZE_STATUSES}}
+        # checked before the folder is in place (a --day that is not the clock's day was refused by
+        # load() after the move, leaving a folder the corrected rerun had to --overwrite)
+        _, problems = Recording.from_dict(recording.to_dict())
+        if problems:
+            raise DataError("; ".join(f"{self.out_dir}: recording field '{f}': {p}" for f, p in problems))
         _write_lines(self.tmp_dir / FRAMES_FILE, (f.to_dict() for f in self.frames))
         _write_lines(self.tmp_dir / TRANSCRIPT_FILE, (asdict(w) for w in words))
         (self.tmp_dir / RECORDING_FILE).write_text(
