@@ -191,6 +191,28 @@ def load_trainable_weights(module, checkpoint: Checkpoint) -> None:
                         f"e.g. {sorted(result.unexpected_keys)[:3]}")
 
 
+def load_into_partitioned(module, checkpoint: Checkpoint) -> int:
+    """Loads ``checkpoint``'s trainable weights into ``module`` whose parameters ZeRO-3 has partitioned
+    (after a DeepSpeed fit), on every rank: each weight is gathered, set on rank zero and scattered
+    back. What train.py's test does instead of ``trainer.test(ckpt_path=...)``, which under ZeRO-3
+    loads through an engine without optimizer and fails in ``_restore_from_bit16_weights`` (DeepSpeed
+    issue #7272). Returns the number of weights loaded."""
+    import deepspeed
+    import torch
+
+    trainable = {name: p for name, p in module.named_parameters() if p.requires_grad}
+    missing = sorted(set(trainable) - set(checkpoint.state_dict))
+    if missing:
+        raise DataError(f"{checkpoint.path}: {len(missing)} trainable weight(s) missing from the checkpoint, "
+                        f"e.g. {missing[:3]}")
+    rank = torch.distributed.get_rank() if torch.distributed.is_initialized() else 0
+    for name, param in trainable.items():
+        with deepspeed.zero.GatheredParameters([param], modifier_rank=0), torch.no_grad():
+            if rank == 0:
+                param.copy_(checkpoint.state_dict[name].to(param.dtype))
+    return len(trainable)
+
+
 def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
     """Writes a PEFT adapter folder for ``checkpoint`` into ``out_dir`` (replacing an older export).
 

@@ -209,12 +209,24 @@ def test(trainer, model, datamodule) -> None:
     """Tests the best checkpoint when one was ranked, else the weights as they are after fit."""
     checkpoint = getattr(trainer, "checkpoint_callback", None)
     best = getattr(checkpoint, "best_model_path", "") if checkpoint else ""
-    if best and Path(best).exists():
+    if best and Path(best).exists() and _zero3(trainer):
+        from egohorizon.checkpoints import load_into_partitioned, read_checkpoint
+
+        # trainer.test(ckpt_path=...) under ZeRO-3 fails in DeepSpeed (issue #7272): the best state's
+        # trainable weights are consolidated and loaded into the partitioned model, which is tested.
+        log.info("testing the best checkpoint %s (loaded into the ZeRO-3 partitions)", best)
+        load_into_partitioned(model, read_checkpoint(best))
+        trainer.test(model, datamodule=datamodule, verbose=False)
+    elif best and Path(best).exists():
         log.info("testing the best checkpoint %s", best)
         trainer.test(model, datamodule=datamodule, ckpt_path=best, verbose=False)
     else:
         log.info("no ranked checkpoint: testing the current weights")
         trainer.test(model, datamodule=datamodule, verbose=False)
+
+
+def _zero3(trainer) -> bool:
+    return bool(getattr(trainer.strategy, "zero_stage_3", False))
 
 
 def stopped_for_requeue(trainer) -> bool:
