@@ -338,3 +338,21 @@ def test_a_day_that_is_not_the_clocks_leaves_no_folder(clip, tmp_path):
         ingest_video(clip, out, participant="v1", start_time=1_700_000_000.0, day="2025-03-01")
     assert list(tmp_path.iterdir()) == []
     assert ingest_video(clip, out, participant="v1", start_time=1_700_000_000.0).recording.day == "2023-11-14"
+
+
+def test_an_events_file_of_other_participants_is_refused_by_shards_build(clip, tmp_path):
+    """Bad-input pass: shards build --ingested REC --events (the demo world's events, p01/p02, for a
+    recording of p1) exited 0 with no event on any window."""
+    from egohorizon.data.shards.sources import ingested_sources
+    from egohorizon.schema import Event, write_jsonl
+
+    rec = ingest_video(clip, tmp_path / "rec", participant="p1", start_time=1_700_000_000.0)
+    event = {"participant": "p01", "day": "2023-11-14", "session": "s1", "level": 1, "start": 1_700_000_000.0,
+             "end": 1_700_000_003.0, "text": "typing", "parent": None, "children": []}
+    events = tmp_path / "events.jsonl"
+    write_jsonl(events, [Event(id="e1", **event), Event(id="e2", **{**event, "participant": "p02"})])
+    with pytest.raises(DataError, match=r"events.jsonl: none of its 2 events is of a participant of the "
+                                        r"recordings \(events: p01, p02; recordings: p1\)"):
+        ingested_sources([rec.root], [events])
+    write_jsonl(events, [Event(id="e1", **{**event, "participant": "p1"})])
+    assert [e.id for e in ingested_sources([rec.root], [events])[0].events] == ["e1"]

@@ -26,6 +26,7 @@ import numpy as np
 
 from egohorizon.data.ingested import GAZE_MISSING, IngestedRecording, Word, find_ingested
 from egohorizon.data.windows import SourceFrame, overlapping_events, window_count
+from egohorizon.errors import DataError
 from egohorizon.schema import Event, Recording, load_jsonl
 
 
@@ -56,9 +57,25 @@ def ingested_source(recording: IngestedRecording, events: Sequence[Event] = ()) 
 
 def ingested_sources(paths: Iterable[str | os.PathLike],
                      event_files: Iterable[str | os.PathLike] = ()) -> list[RecordingSource]:
-    """Sources for every ingested recording folder at or below ``paths``; events from JSONL files."""
-    events = [e for path in event_files for e in load_jsonl(path, Event)]
-    return [ingested_source(IngestedRecording.load(p), events) for p in find_ingested(paths)]
+    """Sources for every ingested recording folder at or below ``paths``; events from JSONL files.
+
+    An events file none of whose events is of a recording's participant is refused: its events would
+    be dropped without a word (another data set's events, or ids spelled otherwise)."""
+    recordings = [IngestedRecording.load(p) for p in find_ingested(paths)]
+    people = sorted({r.recording.participant for r in recordings})
+    events: list[Event] = []
+    for path in event_files:
+        loaded = load_jsonl(path, Event)
+        theirs = sorted({e.participant for e in loaded})
+        if loaded and not set(theirs) & set(people):
+            raise DataError(f"{path}: none of its {len(loaded)} events is of a participant of the recordings "
+                            f"(events: {_few(theirs)}; recordings: {_few(people)}); no window would get them")
+        events += loaded
+    return [ingested_source(recording, events) for recording in recordings]
+
+
+def _few(names: list[str], shown: int = 5) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _render_demo_frame(world, session: str, t: float, size: int):
