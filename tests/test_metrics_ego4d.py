@@ -91,3 +91,33 @@ def test_score_forecast_metric_ego4d_ed_prints_it_next_to_s_norm(tmp_path, capsy
     assert row["verb"]["ED"] == 0 and row["noun"]["ED"] == pytest.approx(2 / 3)
     assert "S_norm" in text and "Ego4D LTA edit distance" in text and "verb ED@Z" in text
     assert "0.6667" in text and "0.4167" in text  # noun ED@3 = 2/3, noun AUED = (1/4 + 7/12)/2 = 5/12
+
+
+def test_prefix_distances_from_one_table_equal_levenshtein_of_each_prefix():
+    from egohorizon.metrics.ego4d import prefix_distances
+
+    rng = random.Random(1)
+    for _ in range(200):
+        label = [rng.randrange(3) for _ in range(rng.randrange(1, 8))]
+        candidate = [rng.randrange(3) for _ in range(rng.randrange(0, 10))]
+        expected = [editdistance.eval(candidate[:z], label[:z]) for z in range(1, len(label) + 1)]
+        assert prefix_distances(candidate, label, len(label)) == expected
+
+
+def test_action_ed_is_one_minus_the_exact_embedders_best_of_5_s(tmp_path, capsys):
+    """The issue's observation, now a check: with candidates of Z actions each, S under the exact
+    embedder (1 - Levenshtein / max length, best of N) is 1 - action ED@Z."""
+    rng = random.Random(2)
+    words = ["take cup", "wash cup", "put cup", "open tap", "close tap"]
+    gold, pred, out = tmp_path / "points.jsonl", tmp_path / "pred.jsonl", tmp_path / "report.json"
+    points = [_point(f"p{i}", rng.choices(words, k=4)) for i in range(8)]
+    gold.write_text("".join(json.dumps(p.to_dict()) + "\n" for p in points))
+    pred.write_text("".join(json.dumps({"id": p.id, "candidates": [rng.choices(words, k=4) for _ in range(5)]}) + "\n"
+                            for p in points))
+    assert cli.main(["score", "forecast", "--gold", str(gold), "--pred", str(pred), "--embedder", "exact",
+                     "--max-candidates", "5", "--metric", "ego4d-ed", "--out", str(out)]) == 0
+    capsys.readouterr()
+    report = json.loads(out.read_text())
+    (row,) = report["ego4d"]["groups"]
+    assert 0 < row["action"]["ED"] < 1
+    assert report["overall"]["S"] == pytest.approx(1 - row["action"]["ED"])

@@ -40,10 +40,24 @@ def levenshtein(a: Sequence[Hashable], b: Sequence[Hashable]) -> int:
     return previous[-1]
 
 
+def prefix_distances(a: Sequence[Hashable], b: Sequence[Hashable], z: int) -> list[int]:
+    """``levenshtein(a[:i], b[:i])`` for i = 1..z from one dynamic-programming table ``D`` over
+    ``a[:z]`` and ``b[:z]``: ``D[i][i]``, or ``D[len(a)][i]`` once ``a`` is shorter than i."""
+    a, b = list(a[:z]), list(b[:z])
+    table = [list(range(len(b) + 1))]
+    for i, x in enumerate(a, 1):
+        previous, current = table[-1], [i]
+        for j, y in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (x != y)))
+        table.append(current)
+    return [table[min(i, len(a))][i] for i in range(1, len(b) + 1)]
+
+
 def ed_curve(candidates: Sequence[Sequence[Hashable]], label: Sequence[Hashable], k: int = K) -> list[float]:
     """ED@z for z = 1..len(label) of one point: min over the first ``k`` candidates (none: one empty)."""
-    pool = list(candidates[:k]) or [[]]
-    return [min(levenshtein(list(c[:z]), list(label[:z])) for c in pool) / z for z in range(1, len(label) + 1)]
+    z_max = len(label)
+    rows = [prefix_distances(c, label, z_max) for c in (list(candidates[:k]) or [[]])]
+    return [min(row[z - 1] for row in rows) / z for z in range(1, z_max + 1)]
 
 
 def aued(curve: Sequence[float]) -> float | None:
@@ -69,7 +83,14 @@ def ego4d_report(points: Sequence, predictions: Mapping[str, list[list[str]] | N
     (``ForecastPoint``s). Verb and noun are reported when every point of a Z carries
     ``meta.target_verbs`` / ``meta.target_nouns`` (the Ego4D LTA converter writes them), else the
     action sequence is the targets' texts and verb/noun are None."""
-    vocabulary = sorted({v for p in points for v in p.meta.get("target_verbs") or []})
+    vocabulary = sorted({v for p in points for v in p.meta.get("target_verbs") or []}, key=len, reverse=True)
+    splits: dict[str, tuple[str, str]] = {}  # the same few hundred action strings recur in every point
+
+    def split(action: str) -> tuple[str, str]:
+        if action not in splits:
+            splits[action] = split_action(action, vocabulary)
+        return splits[action]
+
     by_z: dict[int, list] = {}
     for point in points:
         by_z.setdefault(len(point.targets), []).append(point)
@@ -80,11 +101,11 @@ def ego4d_report(points: Sequence, predictions: Mapping[str, list[list[str]] | N
         for point in group:
             candidates = (predictions.get(point.id) or [])[:k]
             if structured:
-                split = [[split_action(a, vocabulary) for a in c] for c in candidates]
+                parts = [[split(a) for a in c] for c in candidates]
                 labels = list(zip(point.meta["target_verbs"], point.meta["target_nouns"], strict=True))
-                curves["verb"].append(ed_curve([[v for v, _ in c] for c in split], [v for v, _ in labels], k))
-                curves["noun"].append(ed_curve([[n for _, n in c] for c in split], [n for _, n in labels], k))
-                curves["action"].append(ed_curve(split, labels, k))
+                curves["verb"].append(ed_curve([[v for v, _ in c] for c in parts], [v for v, _ in labels], k))
+                curves["noun"].append(ed_curve([[n for _, n in c] for c in parts], [n for _, n in labels], k))
+                curves["action"].append(ed_curve(parts, labels, k))
             else:
                 curves["action"].append(ed_curve([[" ".join(a.split()) for a in c] for c in candidates],
                                                  [" ".join(t.split()) for t in point.targets], k))

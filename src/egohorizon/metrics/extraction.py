@@ -15,9 +15,10 @@
   is an option's text, or its letter) plus the reply's first token when it is a capital letter or a
   0-based digit (``2`` is the third option) closed by a bracket, period, colon, comma, line break or
   the end, after an optional ``Answer:`` / ``The answer is`` / ``Option``. A capital followed by a
-  word (``C is correct``, ``C stops scrolling``) is not read: 861 of EgoSchema's 2,500 options start
-  with "C " (the camera wearer), so such a reply is prose, not a choice. Lower-case letters are not
-  read either (EgoSchema writes the wearer as "c").
+  word (``C is correct``, ``C stops scrolling``) is not read: many EgoSchema options start with "C "
+  (the camera wearer; ``data convert egoschema`` counts them, issue 25 counted 861 of the public
+  subset's 2,500), so such a reply is prose, not a choice. Lower-case letters are not read either
+  (EgoSchema writes the wearer as "c").
 
 The EgoMonth scripts' letter range is ``[A-D]`` (every EgoMonth item has four options); here it is
 A up to the item's last option letter, the same range for four options. Python's ``\\b`` is
