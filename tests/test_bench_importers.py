@@ -217,6 +217,11 @@ def test_ego4d_lta_points_are_the_official_instances_with_official_splits(tmp_pa
     assert first.meta["target_noun_labels"] == [1, 2] and points[2].meta["official_split"] == "val"
     (unannotated,) = [json.loads(x) for x in (out / "test_unannotated.jsonl").read_text().splitlines()]
     assert unannotated["id"] == "c3_1" and unannotated["future_windows"] == [[4.0, 5.5], [6.0, 7.5]]
+    test_file = files[2]
+    test_file.write_text(test_file.read_text().replace('"split": "test_unannotated"', '"split": "test"'))
+    code, _, _ = _convert(capsys, "ego4d-lta", "--annotations", test_file, "--taxonomy", taxonomy,
+                          "--future-actions", "2", "--out", tmp_path / "out-test")
+    assert code == 0 and (tmp_path / "out-test" / "test_unannotated.jsonl").exists()
     assert cli.main(["data", "validate", str(out / "points.jsonl")]) == 0
     pred = tmp_path / "pred.jsonl"
     pred.write_text(json.dumps({"id": "c2_1", "candidates": [["take knife", "put knife"]]}) + "\n")

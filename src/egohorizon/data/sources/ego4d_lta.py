@@ -43,7 +43,8 @@ from egohorizon.errors import DataError
 from egohorizon.schema import ForecastPoint, write_jsonl
 
 SOURCE = "ego4d-lta"
-SPLIT_OF = {"train": "train", "val": "test", "test_unannotated": "unannotated"}
+SPLIT_OF = {"train": "train", "val": "test", "test_unannotated": "unannotated", "test": "unannotated"}
+UNLABELLED = ("test_unannotated", "test")  # the challenge's test rows carry no labels
 LABELS = ("verb_label", "noun_label")
 
 
@@ -90,7 +91,7 @@ def convert(annotations: list[str | Path], taxonomy: str | Path, *, input_action
             conversion.counts[f"clips: {split}"] += 1
             conversion.counts[f"points: {split}"] += len(instances)
             for inputs, future in instances:
-                if split == "test_unannotated":
+                if split in UNLABELLED:
                     conversion.unannotated.append(_unannotated(clip_uid, inputs, future))
                 else:
                     conversion.points.append(_point(clip_uid, split, inputs, future, verb_texts, noun_texts))
@@ -123,7 +124,7 @@ def _read(path: Path, verbs: list[str], nouns: list[str]) -> tuple[str, dict[str
     if split not in SPLIT_OF:
         raise DataError(f"{path}: field 'split': expected one of {', '.join(SPLIT_OF)} (or a file named "
                         f"fho_lta_<split>.json), got {split!r}")
-    labelled = split != "test_unannotated"
+    labelled = split not in UNLABELLED
     defects = Defects(path)
     clips: dict[str, list[dict]] = defaultdict(list)
     seen: dict[tuple[str, int], int] = {}
