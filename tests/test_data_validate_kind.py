@@ -91,3 +91,18 @@ def test_every_reader_of_records_names_a_csv_or_json_array_once(capsys, tmp_path
     assert main([*argv, str(array)]) == 2
     err = capsys.readouterr().err
     assert f"{array}: a JSON array of 2 items, not JSON Lines" in err and "got list" not in err
+
+
+def test_records_of_another_type_are_named_once(tmp_path):
+    """Bad-input pass: `score forecast --gold events.jsonl` said "71235 defective record(s)" (every
+    missing field of every event); --gold and --pred swapped said 320."""
+    from egohorizon.schema import ForecastPoint, ForecastPrediction, read_jsonl, write_jsonl
+
+    preds = tmp_path / "pred.jsonl"
+    write_jsonl(preds, [ForecastPrediction(id=f"p{i}", candidates=[["walk"]]) for i in range(3)])
+    result = read_jsonl(preds, ForecastPoint)
+    # 3 lines, each missing the 8 required point fields other than id
+    expected = (f"{preds}: holds ForecastPrediction records (line 1 has id, candidates, text, model, prompt, "
+                "prompt_version), not the ForecastPoint records expected here (24 defects)")
+    assert result.records == [] and [str(d) for d in result.defects] == [expected]
+    assert [r.id for r in read_jsonl(preds, ForecastPrediction).records] == ["p0", "p1", "p2"]

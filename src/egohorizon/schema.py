@@ -844,6 +844,14 @@ def read_jsonl(path: str | os.PathLike, record_type: type[R]) -> ReadResult:
                 continue
             seen[value] = line_number
         records.append(record)
+    if not records and defects and lines and isinstance(lines[0][1], dict):
+        # another command's records (events where points are expected, predictions swapped with gold):
+        # one line saying so instead of every missing field of every line
+        found = record_type_of(lines[0][1])
+        if found is not None and found is not record_type:
+            return ReadResult([], [Defect(path, 0, "", (
+                f"holds {found.__name__} records (line 1 has {', '.join(list(lines[0][1])[:6])}), not the "
+                f"{record_type.__name__} records expected here ({len(defects)} defects)"))], path)
     return ReadResult(records, defects, path)
 
 
@@ -918,32 +926,38 @@ def detect_record_type(path: str | os.PathLike) -> type[Record] | None:
         for _, obj, problem in iter_json_lines(path):
             if problem or not isinstance(obj, dict):
                 continue
-            keys = set(obj)
-            if {"context", "targets"} <= keys:
-                return ForecastPoint
-            if {"reference", "rankings"} <= keys:
-                return RankedCandidates
-            if "candidates" in keys:
-                return ForecastPrediction
-            if {"actions", "window_s"} <= keys:
-                return CaptionWindow
-            if "actions" in keys:
-                return CaptionPrediction
-            if {"question", "options"} <= keys:
-                return QAItem
-            if "frame" in keys and "box" in keys:
-                return HandBox
-            if "t" in keys and "box" in keys:
-                return BoxPrediction
-            if {"clip", "kind"} <= keys:
-                return Segment
-            if "level" in keys and "text" in keys:
-                return Event
-            if {"session", "start", "end"} <= keys and "level" not in keys:
-                return Recording
-            if "answer" in keys:
-                return QAPrediction
-            return None
+            return record_type_of(obj)
     except (OSError, UnicodeDecodeError):
         return None
+    return None
+
+
+def record_type_of(obj: dict[str, Any]) -> type[Record] | None:
+    """The record type an object's keys say it is (None: none of them)."""
+    keys = set(obj)
+    if {"context", "targets"} <= keys:
+        return ForecastPoint
+    if {"reference", "rankings"} <= keys:
+        return RankedCandidates
+    if "candidates" in keys:
+        return ForecastPrediction
+    if {"actions", "window_s"} <= keys:
+        return CaptionWindow
+    if "actions" in keys:
+        return CaptionPrediction
+    if {"question", "options"} <= keys:
+        return QAItem
+    if "frame" in keys and "box" in keys:
+        return HandBox
+    if "t" in keys and "box" in keys:
+        return BoxPrediction
+    if {"clip", "kind"} <= keys:
+        return Segment
+    if "level" in keys and "text" in keys:
+        return Event
+    if {"session", "start", "end"} <= keys and "level" not in keys:
+        return Recording
+    if "answer" in keys:
+        return QAPrediction
+    return None
     return None
