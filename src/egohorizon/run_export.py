@@ -79,3 +79,53 @@ def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = Non
 
         module.set_answers(run_answer_set(run_dir))
     return export_adapter(module, checkpoint, Path(out) if out else default_export_dir(checkpoint_path))
+
+
+# What a merged folder keeps of its adapter: the prompt it was trained with, its settings, its answers.
+ADAPTER_FILES_KEPT = ("egohorizon_adapter.json", "prompt.json", "answer_set.json", "export.json")
+
+
+def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = None) -> Path:
+    """The adapter merged into its base model (peft ``merge_and_unload``) as a full transformers folder in
+    bfloat16 (weights, config, processor or tokenizer) plus the adapter's prompt file and settings and
+    ``egohorizon_merged.json``: what vLLM serves when the adapter cannot be a LoRA module there (vision-tower
+    LoRA, saved embeddings; egohorizon.llm.serving). The base loads in bfloat16, not float32: a 7B base is
+    ~15 GB of host memory, not ~30."""
+    import json
+    import shutil
+    import tempfile
+
+    import torch
+    from peft import PeftModel
+
+    from egohorizon.backbones import HFBackbone
+    from egohorizon.llm.serving import MERGED_INFO_FILE
+    from egohorizon.llm.vision_local import read_adapter_meta
+
+    adapter, out = Path(adapter), Path(out)
+    meta = read_adapter_meta(adapter)
+    base = base_path or meta.get("base_path") or meta.get("model_id")
+    if not base:
+        raise DataError(f"{adapter}/egohorizon_adapter.json: names no base model; pass --base PATH")
+    kind = (meta.get("backbone") or {}).get("model_kind") or "auto"
+    backbone = HFBackbone(path=str(base), kind=kind, dtype="bfloat16")
+    merged = PeftModel.from_pretrained(backbone.load_model(), str(adapter)).merge_and_unload()
+    merged = merged.to(torch.bfloat16)  # peft keeps adapters (and saved modules) in float32 on a bf16 base
+    out.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        merged.save_pretrained(staging)
+        (backbone.load_processor() or backbone.load_tokenizer()).save_pretrained(staging)
+        prompt_file = f"{(meta.get('prompt') or {}).get('name', 'caption')}.txt"  # not merges.txt & co.
+        for path in (adapter / name for name in (*ADAPTER_FILES_KEPT, prompt_file)):
+            if path.is_file():
+                shutil.copy2(path, staging / path.name)
+        info = {"adapter": str(adapter.resolve()), "base": str(base), "dtype": "bfloat16"}
+        (staging / MERGED_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
+        if out.exists():
+            shutil.rmtree(out)
+        staging.rename(out)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("%s merged into %s: %s", adapter, base, out)
+    return out

@@ -21,7 +21,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="the checkpoint (file or ZeRO folder; absolute or relative to the run folder); "
                              "default: what the run would resume from (the newer of checkpoints/last.ckpt "
                              "and hpc_ckpt_<n>.ckpt)")
-    parser.add_argument("--out", type=out_dir, default=None, help="adapter folder to write (default: <checkpoint>.adapter beside it)")
+    parser.add_argument("--out", type=out_dir, default=None,
+                        help="adapter folder to write (default: <checkpoint>.adapter beside it); with --merge, "
+                             "the merged model folder (default: <checkpoint>.merged beside it)")
+    parser.add_argument("--merge", action="store_true",
+                        help="also merge the adapter into its base (bfloat16) and write a full transformers "
+                             "folder that vLLM serves as a model (adapters with vision-tower LoRA; "
+                             "docs/scale-out.md); the adapter itself goes to <checkpoint>.adapter")
     parser.add_argument("--base", dest="base_path", default=None,
                         help="the base model (hub id or folder) when the one the checkpoint records has moved")
     parser.set_defaults(handler=run)
@@ -35,8 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
     if args.run_dir is None and args.ckpt is None:
         raise ConfigError("export-adapter: give a run folder, or --ckpt")
-    folder = export_run_adapter(args.run_dir, args.ckpt, args.out, args.base_path)
+    folder = export_run_adapter(args.run_dir, args.ckpt, None if args.merge else args.out, args.base_path)
     info = json.loads((folder / "export.json").read_text())
     print(f"adapter: {folder}")
     print(f"from {info['kind']} checkpoint {info['checkpoint']} (global step {info['global_step']})")
+    if args.merge:
+        from egohorizon.run_export import merge_adapter
+
+        merged = merge_adapter(folder, args.out or folder.with_suffix(".merged"), args.base_path)
+        print(f"merged model (bfloat16): {merged}")
     return 0
