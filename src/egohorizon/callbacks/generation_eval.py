@@ -64,8 +64,9 @@ class GenerationEvalCallback(Callback):
         self._collect("test", pl_module, batch, batch_idx)
 
     def _collect(self, split: str, pl_module, batch: dict[str, Any], batch_idx: int) -> None:
-        texts = pl_module.generate_texts(batch, batch_idx)
-        self._texts[split].update(zip(batch["ids"], texts))
+        texts = pl_module.generate_texts(batch, batch_idx)  # padding too: sharded ranks step together
+        if not batch.get("padding", False):  # a repeated batch of an evaluation stream (shards.stream)
+            self._texts[split].update(zip(batch["ids"], texts))
 
     # -- scoring -------------------------------------------------------------------------------
 

@@ -10,6 +10,11 @@
   shards with replacement (WebDataset's ResampledShards, seeded by seed, epoch, rank, worker) and
   the loader stops after a fixed number of batches: the multi-node recipe, where equal batch counts
   per rank matter more than exact coverage.
+- Evaluation streams (no shuffling, no resampling) on several ranks deal *samples*, not shards: every
+  rank reads every shard and keeps the samples whose position in the split is its rank modulo the
+  world size (``deal_samples``), so each item is generated exactly once whatever the rank count, also
+  with fewer shards than ranks. A rank with fewer batches repeats its last one, marked ``padding``
+  (the generation callback ignores those texts), so every rank runs the same number of steps.
 - ``decode_into_batch=True`` (for a collate that takes the arena's buffer, as
   datamodules.caption.collate_windows does): images are decoded straight into the batch's memory,
   and in DataLoader workers that memory is reused shared memory (egohorizon.data.shards.arena,
@@ -41,6 +46,7 @@ from egohorizon.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
+PADDING_KEY = "padding"
 BAD_REASONS = ("missing_field", "corrupt_image", "bad_metadata", "bad_model_input", stages.LOST_IN_SHARD)
 
 
@@ -103,9 +109,12 @@ class WindowStream(IterableDataset):
                 n = len(self.urls)
                 pipeline.append(("shard_shuffle", wds.detshuffle(bufsize=n, initial=n, seed=self.seed,
                                                                  epoch=epoch - 1)))
-            pipeline += [("split_by_node", stages.split_by_node(self.rank, self.world_size)),
-                         ("split_by_worker", wds.split_by_worker)]
+            if not self.deal_samples:
+                pipeline.append(("split_by_node", stages.split_by_node(self.rank, self.world_size)))
+            pipeline.append(("split_by_worker", wds.split_by_worker))
         pipeline.append(("tar_to_samples", stages.read_shards(stats, self.expected)))
+        if self.deal_samples:
+            pipeline.append(("deal_samples", deal_samples(self.rank, self.world_size, self.sample_offsets())))
         if self.shuffle and self.shuffle_buffer > 1:
             shuffle = stages.sample_shuffle(self.shuffle_buffer, self.seed, epoch, self.rank)
             pipeline.append(("sample_shuffle", shuffle))
@@ -128,6 +137,19 @@ class WindowStream(IterableDataset):
             data = stage.run(data) if isinstance(stage, PipelineStage) else stage(data)
         return data
 
+    @property
+    def deal_samples(self) -> bool:
+        """Evaluation on several ranks: samples are dealt to ranks (module docstring)."""
+        return not self.shuffle and not self.resampled and self.world_size > 1
+
+    def sample_offsets(self) -> dict[str, int]:
+        """Each shard's first sample's position in the split (the index's counts, in shard order)."""
+        offsets, total = {}, 0
+        for url in self.urls:
+            offsets[url] = total
+            total += self.expected.get(url, 0)
+        return offsets
+
     def batches_per_rank(self, num_workers: int, epoch: int | None = None) -> list[int]:
         """Batches each rank yields in an epoch (no resampling), from the index's sample counts:
         the same shard order and dealing as the workers use."""
@@ -138,16 +160,45 @@ class WindowStream(IterableDataset):
             urls = (d["url"] for d in wds.detshuffle(bufsize=n, initial=n, seed=self.seed,
                                                      epoch=epoch - 1).run(iter({"url": u} for u in self.urls)))
         ordered = list(urls)
-        counts = []
+        counts, offsets = [], self.sample_offsets()
         for rank in range(self.world_size):
-            mine = ordered[rank::self.world_size]
+            mine = ordered if self.deal_samples else ordered[rank::self.world_size]
             total = 0
             for worker in range(max(1, num_workers)):
-                samples = sum(self.expected.get(u, 0) for u in mine[worker::max(1, num_workers)])
+                shards = mine[worker::max(1, num_workers)]
+                if self.deal_samples:
+                    samples = sum(_dealt(offsets[u], self.expected.get(u, 0), rank, self.world_size) for u in shards)
+                else:
+                    samples = sum(self.expected.get(u, 0) for u in shards)
                 full, rest = divmod(samples, self.batch_size)
                 total += full + (1 if rest and self.partial_batches else 0)
             counts.append(total)
         return counts
+
+
+def deal_samples(rank: int, world_size: int, offsets: dict[str, int]) -> Callable[[Iterator[dict]], Iterator[dict]]:
+    """Keeps the samples at positions ``rank``, ``rank + world_size``, ... of the split."""
+
+    def stage(samples: Iterator[dict]) -> Iterator[dict]:
+        url, position = None, 0
+        for sample in samples:
+            if sample.get("__url__") != url:
+                url = sample.get("__url__")
+                position = offsets.get(url, 0)
+            if position % world_size == rank:
+                yield sample
+            position += 1
+
+    return stage
+
+
+def _dealt(offset: int, n: int, rank: int, world_size: int) -> int:
+    """How many of the positions offset .. offset + n - 1 are ``rank`` modulo ``world_size``."""
+
+    def below(x: int) -> int:
+        return max(0, (x - rank + world_size - 1) // world_size)
+
+    return below(offset + n) - below(offset)
 
 
 class _RankWorkerSeed:
@@ -230,7 +281,14 @@ class MonitoredLoader:
     def batch_limit(self, epoch: int) -> int | None:
         if self.max_batches is not None or not self.equalize_ranks:
             return self.max_batches
-        return min(self.stream.batches_per_rank(self.loader.num_workers, epoch))
+        counts = self.stream.batches_per_rank(self.loader.num_workers, epoch)
+        if self.stream.deal_samples:  # evaluation: the others pad up to the largest rank
+            if min(counts) == 0:
+                raise DataError(f"{sum(self.stream.expected.get(u, 0) for u in self.stream.urls)} evaluation "
+                                f"sample(s) for {self.stream.world_size} ranks: some rank would get none; "
+                                "evaluate on fewer devices")
+            return max(counts)
+        return min(counts)
 
     def __len__(self) -> int:
         limit = self.batch_limit(self.epoch)
@@ -243,7 +301,7 @@ class MonitoredLoader:
         self.stream.set_epoch(self.epoch)
         self.epoch += 1
         self.monitor = StreamMonitor(self.max_bad_fraction, self.min_samples)
-        yielded = 0
+        yielded, last = 0, None
         for item in self.loader:
             self.monitor.update(item.pop(STATS_KEY))
             if item.pop(FINAL_KEY, False):
@@ -251,14 +309,28 @@ class MonitoredLoader:
             self.monitor.check()
             if self.on_counters and yielded % self.report_every == 0:
                 self.on_counters(self.monitor.counters(), False)
+            if self.stream.deal_samples and self.equalize_ranks:
+                last = _copied(item)  # the arena may reuse the batch's memory for the next one
             yield item
             yielded += 1
             if limit is not None and yielded >= limit:
                 break
+        while last is not None and limit is not None and yielded < limit:
+            yield {**last, PADDING_KEY: True}  # same modules, same steps as the other ranks
+            yielded += 1
         if self.on_counters:
             self.on_counters(self.monitor.counters(), True)
         buffers.forget_exited_workers()  # workers that do not persist have exited by now
         self.monitor.check(final=limit is None)
+
+
+def _copied(batch: dict) -> dict:
+    return {k: v.clone() if isinstance(v, torch.Tensor) else v for k, v in batch.items()}
+
+
+def is_padding(batch: dict) -> bool:
+    """A repeated batch that only keeps this rank stepping with the others: its outputs are dropped."""
+    return bool(batch.get(PADDING_KEY, False))
 
 
 def make_loader(stream: WindowStream, *, num_workers: int = 2, max_bad_fraction: float = 0.05,
@@ -269,8 +341,9 @@ def make_loader(stream: WindowStream, *, num_workers: int = 2, max_bad_fraction:
 
     ``epoch_batches``: fixed batches per epoch (required with resampling). Without resampling and with
     several ranks, ``equalize_ranks`` caps each rank at the smallest rank's batch count, so DDP ranks
-    never wait on each other at the end of an epoch (a few samples of the larger ranks are then
-    not seen that epoch). Workers persist across epochs (no re-fork per epoch); they read the epoch
+    never wait on each other at the end of an epoch (a few training samples of the larger ranks are
+    then not seen that epoch; evaluation streams pad the smaller ranks instead, so every item is
+    generated). Workers persist across epochs (no re-fork per epoch); they read the epoch
     from the stream's shared value."""
     if stream.resampled and epoch_batches is None:
         raise ConfigError("resampled streams need a fixed epoch length (epoch_batches / epoch_samples)")
