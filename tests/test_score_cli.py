@@ -569,3 +569,15 @@ def test_the_caption_jobs_results_are_scored_as_they_are(capsys, tmp_path):
     (out_dir / "captions.jsonl").unlink()
     code, _, err = score(capsys, "captions", "--gold", DATA / "captions_gold.jsonl", "--pred", out_dir)
     assert code == 2 and "a folder without captions.jsonl" in err
+
+
+def test_predictions_matching_no_gold_id_are_refused(capsys, tmp_path):
+    """Bad-input pass: predictions of another gold file (every id prefixed) exited 0 with every item
+    scored invalid (forecast S_norm -0.4955 over 40 points, with only a warning)."""
+    preds = tmp_path / "other.jsonl"
+    preds.write_text("".join(json.dumps({**json.loads(line), "id": "x" + json.loads(line)["id"]}) + "\n"
+                             for line in (DATA / "qa_preds.jsonl").read_text().splitlines() if line.strip()))
+    code, out, err = score(capsys, "qa", "--gold", DATA / "qa_items.jsonl", "--pred", preds)
+    assert code == 2 and out == ""
+    gold = DATA / "qa_items.jsonl"
+    assert f"error: {preds}: none of its 5 prediction ids is in {gold} (5 ids), e.g. 'xm1' vs 'm1'" in err

@@ -245,7 +245,13 @@ def _check_out(out: str | None) -> None:
 
 
 def _reconcile(gold_ids, pred_ids, args) -> dict:
+    from egohorizon.errors import DataError
+
     gold_set, pred_set = set(gold_ids), set(pred_ids)
+    if gold_set and pred_set and not gold_set & pred_set:  # scored every item invalid with exit 0
+        raise DataError(f"{args.pred}: none of its {len(pred_set)} prediction ids is in {args.gold} "
+                        f"({len(gold_set)} ids), e.g. {min(pred_set)!r} vs {min(gold_set)!r}; "
+                        "predictions of another gold file?")
     missing = [i for i in gold_ids if i not in pred_set]
     unknown = [i for i in pred_ids if i not in gold_set]
     return {
