@@ -31,6 +31,7 @@ COMMANDS: dict[str, str] = {
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",
     "qa": "egohorizon.commands.qa",
+    "serve": "egohorizon.commands.serve",
     "hands": "egohorizon.commands.hands",
 }
 

@@ -1,7 +1,7 @@
 """``egohorizon qa generate --world data/demo --out qa.jsonl``: the demo world's month-scale QA items
 (14 EgoMonth task types, held-out-day splits, leakage-checked); ``qa answer``: the in-context baseline
 that answers from the memory's text alone through an LLM backend (local or OpenAI-compatible);
-``qa serve``: a loopback OpenAI-compatible server in front of a local model. docs/qa.md."""
+``qa serve``: ``egohorizon serve`` (a loopback OpenAI-compatible server in front of a local model). docs/qa.md."""
 
 from __future__ import annotations
 
@@ -13,7 +13,6 @@ from egohorizon.commands._args import (
     nonneg_int,
     out_dir,
     out_file,
-    port,
     positive_float,
     positive_int,
     seed,
@@ -77,14 +76,15 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
 
 
 def _register_serve(sub: argparse._SubParsersAction) -> None:
+    from egohorizon.commands.serve import add_serve_options
+
     serve = sub.add_parser("serve", help="a loopback OpenAI-compatible chat server in front of a local model",
-                           description="Binds 127.0.0.1 (a free port unless --port), prints 'PORT <n>', and answers "
-                                       "POST /v1/chat/completions with the local transformers backend, one request "
-                                       "at a time, until --lifetime seconds have passed.")
-    serve.add_argument("--model", required=True, help="local model folder (or cached hub id)")
-    serve.add_argument("--port", type=port, default=0, help="TCP port on 127.0.0.1 (default 0: a free one)")
-    serve.add_argument("--lifetime", type=positive_float, default=3600.0,
-                       help="seconds the server runs before it stops (default 3600)")
+                           description="The same server as `egohorizon serve` (which also takes --adapter, "
+                                       "--device, --dtype): binds 127.0.0.1 (a free port unless --port), prints "
+                                       "'PORT <n>', and answers POST /v1/chat/completions (text and image "
+                                       "parts) with the local model, one request at a time, until --lifetime "
+                                       "seconds have passed.")
+    add_serve_options(serve)
     serve.set_defaults(handler=run_serve)
 
 
@@ -189,45 +189,6 @@ def _text_memory(args: argparse.Namespace):
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    import json
-    import sys
-    import threading
-    import time
-    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from egohorizon.commands.serve import run_serve as serve
 
-    from egohorizon.errors import EgohorizonError
-    from egohorizon.llm import make_backend
-
-    backend = make_backend(args.model)
-    lock = threading.Lock()  # one generation at a time: the local model is not thread-safe
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *a):  # quiet: one line per request would drown the caller's output
-            pass
-
-        def do_POST(self):
-            body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
-            try:
-                with lock:
-                    text = backend.generate(body["messages"], max_new_tokens=int(body.get("max_tokens") or 16),
-                                            temperature=float(body.get("temperature") or 0.0),
-                                            seed=int(body.get("seed") or 0))[0]
-                status, payload = 200, {"id": "qa-serve", "object": "chat.completion", "model": backend.model_id,
-                                        "choices": [{"index": 0, "finish_reason": "stop",
-                                                     "message": {"role": "assistant", "content": text}}]}
-            except (EgohorizonError, KeyError, ValueError, TypeError, RuntimeError) as error:  # told to the client
-                status, payload = 400, {"error": {"message": f"{type(error).__name__}: {error}"}}
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    httpd = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
-    sys.stdout.write(f"PORT {httpd.server_address[1]}\n")
-    sys.stdout.flush()
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    time.sleep(args.lifetime)
-    httpd.shutdown()
-    return 0
+    return serve(args)

@@ -3,8 +3,14 @@
 Text-only checkpoints load with ``AutoModelForCausalLM`` and their tokenizer's chat template (plain
 concatenation of the messages when there is none). Checkpoints whose config has a ``vision_config``
 load with ``AutoModelForImageTextToText`` and their processor, which reads image parts of the
-messages (paths, URLs or PIL images) through ``apply_chat_template``; transformers 5 Qwen-VL models
-then also receive the processor's ``mm_token_type_ids``.
+messages: ``image_url`` parts with ``data:`` URLs (what the OpenAI client sends, so a loopback server and
+this backend see the same pixels) or ``image`` parts holding a path or PIL image, each put where the
+model's image marker goes; transformers 5 Qwen-VL models then also receive the processor's
+``mm_token_type_ids``. A VLM without a chat template (the toy ``tiny``) reads the messages' text with the
+marker in each image's place, as it was trained. A text-only model refuses a prompt with images.
+
+``adapter``: a LoRA folder saved by train.py (``*.adapter``), loaded on the model with peft; its prompts
+go in as raw text, as it was trained (no chat template).
 
 Greedy decoding at ``temperature == 0``; otherwise sampling seeded with ``seed``. torch and
 transformers are imported only when the model is loaded.
@@ -17,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from egohorizon.errors import ConfigError
-from egohorizon.llm.base import LLMBackend, Prompt, as_messages, message_text
+from egohorizon.llm.base import LLMBackend, LLMError, Prompt, as_messages, message_text
 
 log = logging.getLogger(__name__)
 
@@ -30,8 +36,11 @@ class TransformersBackend(LLMBackend):
         device: str | None = None,
         dtype: str | None = None,
         trust_remote_code: bool = False,
+        adapter: str | None = None,
     ) -> None:
-        self.model_id = str(model)
+        self.model_id = str(model)  # what predictions name; callers may set a friendlier one
+        self.path = str(model)  # what is loaded
+        self.adapter = adapter
         self.device = device
         self.dtype = dtype
         self.trust_remote_code = trust_remote_code
@@ -57,40 +66,59 @@ class TransformersBackend(LLMBackend):
             ) from error
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
         try:
-            config = AutoConfig.from_pretrained(self.model_id, **kwargs)
+            config = AutoConfig.from_pretrained(self.path, **kwargs)
             self._is_vlm = getattr(config, "vision_config", None) is not None
             if self.dtype:
                 kwargs["dtype"] = getattr(torch, self.dtype) if self.dtype != "auto" else "auto"
             if self._is_vlm:
                 self._processor = AutoProcessor.from_pretrained(
-                    self.model_id, trust_remote_code=self.trust_remote_code
+                    self.path, trust_remote_code=self.trust_remote_code
                 )
-                self._model = AutoModelForImageTextToText.from_pretrained(self.model_id, **kwargs)
+                self._model = AutoModelForImageTextToText.from_pretrained(self.path, **kwargs)
             else:
                 self._processor = AutoTokenizer.from_pretrained(
-                    self.model_id, trust_remote_code=self.trust_remote_code
+                    self.path, trust_remote_code=self.trust_remote_code
                 )
-                self._model = AutoModelForCausalLM.from_pretrained(self.model_id, **kwargs)
+                self._model = AutoModelForCausalLM.from_pretrained(self.path, **kwargs)
         except OSError as error:
             raise ConfigError(
-                f"cannot load model {self.model_id!r}: {error}. Offline, a hub id works only when "
+                f"cannot load model {self.path!r}: {error}. Offline, a hub id works only when "
                 "the model is in the local Hugging Face cache; otherwise pass a local folder."
             ) from error
+        if self.adapter:
+            from peft import PeftModel
+
+            self._model = PeftModel.from_pretrained(self._model, self.adapter)
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self._model.to(device).eval()
-        log.info("loaded %s (%s) on %s", self.model_id, "VLM" if self._is_vlm else "causal LM", device)
+        log.info("loaded %s (%s) on %s", self.path, "VLM" if self._is_vlm else "causal LM", device)
 
     def _inputs(self, messages: list[dict[str, Any]]):
         processor = self._processor
-        if self._is_vlm:
-            return processor.apply_chat_template(
-                messages, add_generation_prompt=True, tokenize=True, return_dict=True, return_tensors="pt"
-            )
-        if getattr(processor, "chat_template", None):
-            text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-        else:  # base models without a template: the turns, one per paragraph
-            text = "\n\n".join(message_text(m) for m in messages) + "\n"
-        return processor(text, return_tensors="pt")
+        templated = bool(getattr(processor, "chat_template", None)) and not self.adapter
+        if not self._is_vlm:
+            images = sum(1 for m in messages for part in _parts(m) if part.get("type") in ("image", "image_url"))
+            if images:
+                raise LLMError(f"model {self.model_id!r} is a text-only model; the prompt has {images} image "
+                               "part(s): serve or load a vision-language model for image requests")
+            if templated:
+                text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+            else:  # base models without a template (and adapters, trained on raw prompts): one turn a paragraph
+                text = "\n\n".join(message_text(m) for m in messages) + "\n"
+            return processor(text, return_tensors="pt")
+        from egohorizon.llm.images import message_sample
+
+        # Images decoded here (data URLs included) and the text carries the model's marker in their places,
+        # so the processor expands each marker into that image's tokens.
+        turns = [message_sample([m]) for m in messages]
+        images = [image for _, turn_images in turns for image in turn_images]
+        if templated:
+            marked = [{"role": m["role"], "content": [{"type": "image"} if p.get("type") in ("image", "image_url")
+                                                      else p for p in _parts(m)]} for m in messages]
+            text = processor.apply_chat_template(marked, add_generation_prompt=True, tokenize=False)
+        else:
+            text = "\n\n".join(turn_text for turn_text, _ in turns) + "\n"
+        return processor(text=[text], images=images or None, return_tensors="pt")
 
     def generate(
         self,
@@ -130,4 +158,11 @@ class TransformersBackend(LLMBackend):
         return [self.generate(p, **params) for p in prompts]
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "transformers", "model": self.model_id, "vlm": self._is_vlm}
+        extra = {"path": self.path} if self.path != self.model_id else {}
+        return {"backend": "transformers", "model": self.model_id, "vlm": self._is_vlm, **extra,
+                **({"adapter": self.adapter} if self.adapter else {})}
+
+
+def _parts(message: dict[str, Any]) -> list[dict[str, Any]]:
+    content = message["content"]
+    return [{"type": "text", "text": content}] if isinstance(content, str) else list(content)
