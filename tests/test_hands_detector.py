@@ -182,3 +182,12 @@ def test_hands_label_writes_gold_format_records_for_aria_shards(shared_data, tmp
     for record in records:
         box, problems = HandBox.from_dict(record)
         assert problems == [] and box.frame % box.grid == 0 and record["source"].startswith("mediapipe-hands")
+
+
+def test_hands_aria_names_a_missing_recording(tmp_path, capsys):
+    """Bad-input pass: a mistyped path said "projectaria-tools cannot open this VRS file"."""
+    from egohorizon.cli import main
+
+    missing = tmp_path / "nope.vrs"
+    assert main(["hands", "aria", str(missing)]) == 2
+    assert f"error: {missing}: VRS file not found" in capsys.readouterr().err

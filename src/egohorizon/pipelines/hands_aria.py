@@ -40,6 +40,8 @@ def _open(vrs: str | Path):
     from projectaria_tools.core import data_provider
     from projectaria_tools.core.stream_id import StreamId
 
+    if not Path(vrs).is_file():  # the library's answer to a typo was "cannot open this VRS file"
+        raise DataError(f"{vrs}: VRS file not found")
     provider = data_provider.create_vrs_data_provider(str(vrs))
     if provider is None:
         raise DataError(f"{vrs}: projectaria-tools cannot open this VRS file")
