@@ -12,6 +12,7 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -155,6 +156,46 @@ def test_the_serve_command_serves_a_folder_and_stops(tiny_folder):
         server.wait(timeout=30)
 
 
+@pytest.fixture(scope="module")
+def adapter_folder(tiny_folder, tmp_path_factory) -> str:
+    """A LoRA adapter on the toy, saved as train.py saves one (PEFT folder + egohorizon_adapter.json naming its
+    base); random B matrices, so it changes what the model writes."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from egohorizon.backbones.hf import load_pretrained_model
+
+    folder = tmp_path_factory.mktemp("run") / "last.adapter"
+    torch.manual_seed(0)
+    model = get_peft_model(load_pretrained_model(tiny_folder, kind="vlm"),
+                           LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model.save_pretrained(folder)
+    (folder / "egohorizon_adapter.json").write_text(json.dumps(
+        {"model_id": "tiny", "base_path": tiny_folder, "prompt": {"name": "forecast", "version": "3"},
+         "data": {"use_chat_template": None}}))
+    return str(folder)
+
+
+def test_a_trained_adapter_is_served_as_it_answers_in_process(adapter_folder, tiny_folder):
+    import torch
+
+    local = make_backend(adapter_folder)
+    assert local.path == tiny_folder and local.adapter == str(Path(adapter_folder).resolve())
+    server = ChatServer(make_backend(adapter_folder)).start()
+    try:
+        remote = make_backend("run", base_url=server.url)
+        prompts = [PROMPTS[0], sample_messages(f"Look {IMAGE_MARK} now", [_image(2)])]
+        assert local.generate_many(prompts, max_new_tokens=6) == remote.generate_many(prompts, max_new_tokens=6)
+    finally:
+        server.close()
+    # The adapter is on: the same input gives other logits than the bare base model.
+    base = make_backend(tiny_folder)
+    base.generate("x", max_new_tokens=1)
+    inputs = local._inputs([{"role": "user", "content": PROMPTS[0]}])
+    with torch.inference_mode():
+        assert not torch.allclose(local._model(**inputs).logits, base._model(**inputs).logits)
+
+
 # -- eval.py's in-context rows through both backends ---------------------------------------------------
 
 
@@ -193,8 +234,6 @@ def test_in_context_forecast_rows_score_the_same_through_both_backends(served, t
 def smollm2_by_name(smollm2_backbone):
     """``smollm2_135m`` resolved by name, as ``egohorizon serve --model smollm2_135m`` and ``llm.model=``
     resolve it, with the default cache pointed at the session's converted folder."""
-    from pathlib import Path
-
     cache = Path(smollm2_backbone.cache_dir)
     if cache.name != "backbones":  # EGOHORIZON_TEST_BACKBONES elsewhere: the default paths cannot reach it
         pytest.skip(f"{cache} is not <cache>/backbones")

@@ -4,7 +4,8 @@ and ``egohorizon serve``: one resolution, so a model answers the same in process
 In order:
 
 1. a trained adapter: a ``*.adapter`` folder, a ``.ckpt`` saved by train.py or a run folder (its best,
-   else last, adapter) -- the base model its ``egohorizon_adapter.json`` names, with the adapter on it;
+   else last, adapter) -- the base model its ``egohorizon_adapter.json`` names, with the adapter on it,
+   prompted as it was trained (chat template or raw text, ``adapter_base``);
 2. a local folder (any HF checkpoint: a tiny backbone's cache folder, a converted SmolLM2, Qwen3-8B);
 3. the name of a backbone config, ``conf/backbone/<name>.yaml`` (``smollm2_135m``, ``qwen3_8b``, ...),
    instantiated with the default paths (``$EGOHORIZON_CACHE`` or ``./data/cache``, as train.py) and
@@ -28,9 +29,9 @@ def local_backend(model: str, *, adapter: str | None = None, **options: Any):
 
     path = Path(str(model or "")).expanduser()
     if adapter or (model and path.exists() and _is_adapter(path)):
-        folder, base = adapter_base(adapter or str(path))
+        folder, base, templated = adapter_base(adapter or str(path))
         base = str(path) if adapter and model and path.is_dir() else base  # a local copy of its base
-        backend = TransformersBackend(base, adapter=str(folder), **options)
+        backend = TransformersBackend(base, adapter=str(folder), chat_template=templated, **options)
         backend.model_id = str(folder)
         return backend
     if not model:
@@ -50,8 +51,11 @@ def _is_adapter(path: Path) -> bool:
     return (path / "adapter_config.json").is_file() or path.suffix == ".ckpt" or (path / "checkpoints").is_dir()
 
 
-def adapter_base(adapter: str) -> tuple[Path, str]:
-    """The adapter folder of ``adapter`` (folder, ``.ckpt`` or run folder) and the base model it names."""
+def adapter_base(adapter: str) -> tuple[Path, str, bool | None]:
+    """The adapter folder of ``adapter`` (folder, ``.ckpt`` or run folder), the base model it names, and
+    whether its training prompts went through the chat template: its recorded ``data.use_chat_template``
+    (None: the tokenizer's template when it has one, the forecast data's rule), False (raw prompts, as
+    the caption and abstract adapters are trained and as LocalVLMBackend feeds them) when not recorded."""
     from egohorizon.llm.vision_local import read_adapter_meta
     from egohorizon.run_eval import resolve_adapter
 
@@ -60,7 +64,8 @@ def adapter_base(adapter: str) -> tuple[Path, str]:
     base = meta.get("base_path") or meta.get("model_id")
     if not base:
         raise ConfigError(f"{folder}/egohorizon_adapter.json: no base_path or model_id naming the base model")
-    return folder, str(base)
+    data = meta.get("data") or {}
+    return folder, str(base), data.get("use_chat_template") if "use_chat_template" in data else False
 
 
 def backbone_config(name: str) -> Path | None:

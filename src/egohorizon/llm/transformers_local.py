@@ -9,8 +9,10 @@ model's image marker goes; transformers 5 Qwen-VL models then also receive the p
 ``mm_token_type_ids``. A VLM without a chat template (the toy ``tiny``) reads the messages' text with the
 marker in each image's place, as it was trained. A text-only model refuses a prompt with images.
 
-``adapter``: a LoRA folder saved by train.py (``*.adapter``), loaded on the model with peft; its prompts
-go in as raw text, as it was trained (no chat template).
+``adapter``: a LoRA folder saved by train.py (``*.adapter``), loaded on the model with peft.
+``chat_template``: None uses the tokenizer's template when it has one; False feeds the messages' text
+as it is (an adapter trained on raw prompts: the turns joined by blank lines, nothing appended); True
+requires the template. ``local_model`` sets it for an adapter from what its training recorded.
 
 Greedy decoding at ``temperature == 0``; otherwise sampling seeded with ``seed``. torch and
 transformers are imported only when the model is loaded.
@@ -37,10 +39,12 @@ class TransformersBackend(LLMBackend):
         dtype: str | None = None,
         trust_remote_code: bool = False,
         adapter: str | None = None,
+        chat_template: bool | None = None,
     ) -> None:
         self.model_id = str(model)  # what predictions name; callers may set a friendlier one
         self.path = str(model)  # what is loaded
         self.adapter = adapter
+        self.chat_template = chat_template
         self.device = device
         self.dtype = dtype
         self.trust_remote_code = trust_remote_code
@@ -95,7 +99,12 @@ class TransformersBackend(LLMBackend):
 
     def _inputs(self, messages: list[dict[str, Any]]):
         processor = self._processor
-        templated = bool(getattr(processor, "chat_template", None)) and not self.adapter
+        has_template = bool(getattr(processor, "chat_template", None))
+        if self.chat_template and not has_template:
+            raise ConfigError(f"{self.path}: chat_template=True but the tokenizer has no chat template")
+        templated = has_template if self.chat_template is None else self.chat_template
+        # A base model without a template reads one turn a paragraph; an adapter exactly its training text.
+        tail = "" if self.chat_template is False else "\n"
         if not self._is_vlm:
             images = sum(1 for m in messages for part in _parts(m) if part.get("type") in ("image", "image_url"))
             if images:
@@ -103,8 +112,8 @@ class TransformersBackend(LLMBackend):
                                "part(s): serve or load a vision-language model for image requests")
             if templated:
                 text = processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-            else:  # base models without a template (and adapters, trained on raw prompts): one turn a paragraph
-                text = "\n\n".join(message_text(m) for m in messages) + "\n"
+            else:
+                text = "\n\n".join(message_text(m) for m in messages) + tail
             return processor(text, return_tensors="pt")
         from egohorizon.llm.images import message_sample
 
@@ -117,7 +126,7 @@ class TransformersBackend(LLMBackend):
                                                       else p for p in _parts(m)]} for m in messages]
             text = processor.apply_chat_template(marked, add_generation_prompt=True, tokenize=False)
         else:
-            text = "\n\n".join(turn_text for turn_text, _ in turns) + "\n"
+            text = "\n\n".join(turn_text for turn_text, _ in turns) + tail
         return processor(text=[text], images=images or None, return_tensors="pt")
 
     def generate(
