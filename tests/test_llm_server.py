@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -140,20 +138,6 @@ def test_serve_refuses_what_it_cannot_serve(tiny_folder, capsys):
         busy = taken.getsockname()[1]
         assert main(["serve", "--model", tiny_folder, "--port", str(busy), "--lifetime", "1"]) == 2
     assert f"--port {busy}: cannot listen on 127.0.0.1:{busy}" in capsys.readouterr().err
-
-
-@pytest.mark.slow  # a subprocess imports torch and loads the model (~15 s on 2 busy cores)
-def test_the_serve_command_serves_a_folder_and_stops(tiny_folder):
-    server = subprocess.Popen([sys.executable, "-m", "egohorizon.cli", "serve", "--model", tiny_folder,
-                               "--lifetime", "120"], stdout=subprocess.PIPE, text=True)
-    try:
-        port = int(server.stdout.readline().split()[1])
-        prompt = sample_messages(f"Look {IMAGE_MARK} now", [_image(5)])
-        remote = make_backend("tiny", base_url=f"http://127.0.0.1:{port}/v1")
-        assert remote.generate(prompt, max_new_tokens=5) == make_backend(tiny_folder).generate(prompt, max_new_tokens=5)
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
