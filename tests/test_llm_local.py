@@ -198,3 +198,13 @@ def test_vlm_reads_image_parts_through_its_processor(toy_vlm_dir):
     assert inputs["pixel_values"].shape[0] > 0 and "mm_token_type_ids" in inputs
     assert int(inputs["mm_token_type_ids"].sum()) > 0
     assert len(backend.generate("describe the image", max_new_tokens=3)) == 1  # text-only through a VLM
+
+
+def test_local_captioning_defaults_to_bfloat16_only_on_a_gpu_that_has_it():
+    import torch
+
+    from egohorizon.llm.vision_local import default_dtype
+
+    assert default_dtype("cpu") == "float32"  # the CPU tests' and caption_demo's figures were float32
+    gpu_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    assert default_dtype("cuda") == ("bfloat16" if gpu_bf16 else "float32")

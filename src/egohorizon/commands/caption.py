@@ -89,7 +89,8 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--workers", type=nonneg_int, default=1,
                      help="local model: processes preparing the next batches while it generates (0: none; default 1)")
     run.add_argument("--device", help="local model: cuda, cuda:1, cpu (default: cuda when available)")
-    run.add_argument("--dtype", help="local model: bfloat16, float16, float32 (default: float32)")
+    run.add_argument("--dtype", help="local model: bfloat16, float16, float32 (default: bfloat16 on a GPU "
+                                     "that supports it, else float32)")
     run.add_argument("--frames-per-window", type=positive_int,
                      help="frames per window, spread evenly (default: the adapter's, else 8)")
     run.add_argument("--no-crop", dest="crop", action="store_false", default=None,

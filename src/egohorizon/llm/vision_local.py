@@ -92,6 +92,17 @@ class PromptEncoder:
                              for s, ims in zip(samples, images)])
 
 
+def default_dtype(device_type: str) -> str:
+    """bfloat16 on a GPU that has it (half the memory, the dtype the adapters trained in under
+    trainer=gpu), else float32 (a CPU's bfloat16 is slow and its outputs differ from the float32 ones
+    the CPU tests and caption_demo's figures were made with)."""
+    import torch
+
+    if device_type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
+        return "bfloat16"
+    return "float32"
+
+
 class LocalVLMBackend(LLMBackend):
     def __init__(
         self,
@@ -159,7 +170,7 @@ class LocalVLMBackend(LLMBackend):
         except ImportError as error:
             raise ConfigError("a local model needs torch and transformers (pip install 'egohorizon[train]')") from error
         self.load_processor()
-        model = self._backbone().load_model()
+        model = self._backbone().load_model(self.dtype or default_dtype(self.device_type()))
         if self.adapter:
             from peft import PeftModel
 
