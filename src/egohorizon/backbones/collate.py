@@ -16,7 +16,13 @@ merged patch and turns the images into flattened patches. A batch holds:
     prompt_ids, prompt_mask, prompt_mm_token_type_ids   [B, Lp]  left-padded prompts, for
                                         generation (``with_prompts=True``); the images are the same
 
-``pixel_values``/``image_grid_thw`` are left out when no sample of the batch has an image.
+A batch without any image gets one small black image (``dummy_image=True``, the default), whose
+tokens are appended after the first sample's last token (label -100; causal attention: no earlier token
+sees them, so the loss is unchanged) and put in front of its left-padded prompt with mask 0 (the
+generation does not see them). Every batch then runs the vision tower: with images on some ranks only,
+ZeRO-3 ranks would all-gather different modules and hang, and DDP with LoRA on the vision tower would
+find parameters unused on some ranks. With ``dummy_image=False``, ``pixel_values``/``image_grid_thw``
+are left out when no sample has an image.
 """
 
 from __future__ import annotations
@@ -40,35 +46,62 @@ def with_placeholders(text: str, n_images: int) -> str:
 class VisionTextCollator:
     """Picklable (it runs in DataLoader workers); one processor call per sample."""
 
-    def __init__(self, processor, with_prompts: bool = False):
+    def __init__(self, processor, with_prompts: bool = False, dummy_image: bool = True):
         self.processor = processor
         self.tokenizer = processor.tokenizer
         self.with_prompts = with_prompts
+        self.dummy_image = dummy_image
 
     def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
 
         encoded = [self.encode(s) for s in samples]
+        dummy = None
+        if self.dummy_image and not any("pixel_values" in e for e in encoded):
+            encoded[0], dummy = self.with_dummy_image(encoded[0])
         pad = self.tokenizer.pad_token_id
         full = [e["prompt_ids"] + e["target_ids"] for e in encoded]
         batch = {
             "input_ids": _pad(full, pad),
             "attention_mask": _pad([[1] * len(ids) for ids in full], 0),
             "labels": _pad(
-                [[IGNORE_INDEX] * len(e["prompt_ids"]) + e["target_ids"] for e in encoded], IGNORE_INDEX
+                [[IGNORE_INDEX] * len(e["prompt_ids"]) + _labels(e) for e in encoded], IGNORE_INDEX
             ),
-            "mm_token_type_ids": _pad([e["types"] + [0] * len(e["target_ids"]) for e in encoded], 0),
+            "mm_token_type_ids": _pad([e["types"] + e.get("target_types", [0] * len(e["target_ids"]))
+                                       for e in encoded], 0),
         }
         if self.with_prompts:
-            prompts = [e["prompt_ids"] for e in encoded]
+            prompts = [e.get("prompt_with_dummy", e["prompt_ids"]) for e in encoded]
             batch["prompt_ids"] = _pad(prompts, pad, left=True)
-            batch["prompt_mask"] = _pad([[1] * len(p) for p in prompts], 0, left=True)
-            batch["prompt_mm_token_type_ids"] = _pad([e["types"] for e in encoded], 0, left=True)
+            masks = [e.get("prompt_mask", [1] * len(p)) for e, p in zip(encoded, prompts, strict=True)]
+            batch["prompt_mask"] = _pad(masks, 0, left=True)
+            batch["prompt_mm_token_type_ids"] = _pad([e.get("prompt_types", e["types"]) for e in encoded], 0,
+                                                     left=True)
+        if dummy is not None:
+            batch["pixel_values"], batch["image_grid_thw"] = dummy["pixel_values"], dummy["image_grid_thw"]
         with_images = [e for e in encoded if "pixel_values" in e]
         if with_images:
             batch["pixel_values"] = torch.cat([e["pixel_values"] for e in with_images])
             batch["image_grid_thw"] = torch.cat([e["image_grid_thw"] for e in with_images])
         return batch
+
+    def with_dummy_image(self, encoded: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``encoded`` with a black image's tokens after its target (ignored by the loss) and, masked,
+        before its prompt; and that image's patches."""
+        import numpy as np
+
+        side = 2 * getattr(self.processor.image_processor, "patch_size", 14) * getattr(
+            self.processor.image_processor, "merge_size", 2)
+        dummy = self.encode({"text": IMAGE_PLACEHOLDER, "images": [np.zeros((side, side, 3), np.uint8)]})
+        ids, types = dummy["prompt_ids"], dummy["types"]
+        out = dict(encoded)
+        out["target_ids"] = encoded["target_ids"] + ids  # labels -100 on these: see __call__
+        out["target_types"] = [0] * len(encoded["target_ids"]) + types
+        out["n_dummy"] = len(ids)
+        out["prompt_with_dummy"] = ids + encoded["prompt_ids"]
+        out["prompt_mask"] = [0] * len(ids) + [1] * len(encoded["prompt_ids"])
+        out["prompt_types"] = types + encoded["types"]
+        return out, dummy
 
     def encode(self, sample: dict[str, Any]) -> dict[str, Any]:
         """One sample's prompt ids and token types, target ids (+EOS), and image patches."""
@@ -104,6 +137,13 @@ class KeyedVisionTextCollator(VisionTextCollator):
         for name in self.fields:
             batch[name] = [s[name] for s in samples]
         return batch
+
+
+def _labels(encoded: dict[str, Any]) -> list[int]:
+    """The target's ids, and -100 on a dummy image's tokens after them."""
+    n = encoded.get("n_dummy", 0)
+    target = encoded["target_ids"]
+    return target[: len(target) - n] + [IGNORE_INDEX] * n
 
 
 def _pad(rows: list[list[int]], value: int, left: bool = False):
