@@ -266,3 +266,12 @@ def test_a_vision_lora_adapter_merges_into_a_bf16_model_with_the_adapters_output
     assert error < 0.05 * moved, (error, moved)  # bf16 rounding, far below what the adapter changes
     served = plan(str(merged), tmp_path / "work", patch_size=8)
     assert served.model == str(merged.resolve()) and "--enable-lora" not in served.vllm_args and served.images == 1
+
+
+def test_sbatch_refuses_an_adapter_to_merge_before_starting_anything(tmp_path):
+    base = base_model(tmp_path / "base")
+    model = adapter(tmp_path / "s.adapter", base, modules_to_save=["lm_head"])
+    done = run_sbatch(tmp_path, tmp_path / "no-shards", str(model))
+    assert done.returncode == 2
+    assert "saves whole modules (lm_head)" in done.stderr and "export-adapter RUN --merge" in done.stderr
+    assert not (tmp_path / "fake").exists()  # no server was started
