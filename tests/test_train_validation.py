@@ -137,3 +137,16 @@ def test_every_rank_may_clean_the_same_failed_folder(tmp_path):
     for _rank in range(2):
         discard_or_mark_failed(run, ConfigError("x"), tmp_path / "outputs")
     assert not (tmp_path / "outputs").exists() and tmp_path.exists()
+
+
+def test_an_events_file_of_defective_records_ends_in_its_message(tmp_path, capsys):
+    """Bad-input pass: data.events=boxes.csv ended in a RecordError traceback (it is no EgohorizonError)
+    and left the run folder."""
+    run = tmp_path / "run"
+    boxes = tmp_path / "boxes.csv"
+    boxes.write_text("filename,xmin,ymin,xmax,ymax\na.jpg,1,2,3,4\nb.jpg,1,2,3,4\n")
+    overrides = [o for o in _missing_events(run) if not o.startswith("data.events=")] + [f"data.events={boxes}"]
+    with pytest.raises(SystemExit) as caught:
+        run_or_exit(train, _compose("train", overrides))
+    assert caught.value.code == 2 and not run.exists()
+    assert f"{boxes}: a CSV file (header: filename,xmin,ymin,xmax,ymax), not JSON Lines" in capsys.readouterr().err

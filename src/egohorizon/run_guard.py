@@ -41,12 +41,14 @@ def follow_run_dir(argv: list[str]) -> list[str]:
 
 
 def run_or_exit(function: Callable[[Any], Any], cfg) -> Any:
-    """``function(cfg)``; on an EgohorizonError: the message, the folder cleaned or marked, exit 2."""
+    """``function(cfg)``; on an EgohorizonError or a file of defective records (RecordError, e.g.
+    data.events=boxes.csv, which ended in a traceback): the message, the folder cleaned or marked, exit 2."""
     from egohorizon.errors import EgohorizonError
+    from egohorizon.schema import RecordError
 
     try:
         return function(cfg)
-    except EgohorizonError as error:
+    except (EgohorizonError, RecordError) as error:
         for folder in _run_folders(cfg):
             discard_or_mark_failed(folder, error, _output_dir(cfg))
         print(f"error: {error}", file=sys.stderr)
