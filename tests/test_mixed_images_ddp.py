@@ -121,3 +121,53 @@ def test_the_dummy_image_changes_neither_the_loss_nor_the_generation(tmp_path):
     with torch.no_grad():
         torch.testing.assert_close(module._loss(dummy), module._loss(plain), atol=1e-5, rtol=1e-5)
     assert module.generate_texts(dummy) == module.generate_texts(plain)
+
+
+def zero3_rank(rank: int, port: int, cache: str, out: str) -> None:
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(WORLD_SIZE), LOCAL_RANK=str(rank))
+    import deepspeed
+
+    from models.lora_lm import LoRALanguageModule
+
+    torch.manual_seed(0)
+    module = LoRALanguageModule(backbone(cache), functools.partial(torch.optim.SGD, lr=0.5), lora=LORA,
+                                lora_vision=True, prompt="forecast")
+    module.configure_model()
+    batch = rank_batch(module.backbone.load_processor(), rank)
+    deepspeed.init_distributed(dist_backend="gloo", timeout=datetime.timedelta(seconds=60))
+    params = [p for p in module.parameters() if p.requires_grad]
+    config = {"train_micro_batch_size_per_gpu": 1, "zero_optimization": {"stage": 3},
+              "zero_allow_untested_optimizer": True}
+    engine, *_ = deepspeed.initialize(model=module, optimizer=torch.optim.SGD(params, lr=0.5), config=config)
+    losses = []
+    for _ in range(2):
+        loss = module._loss(batch)  # through the partitioned modules: ZeRO-3 gathers as they run
+        engine.backward(loss)
+        engine.step()
+        losses.append(float(loss))
+    if rank == 1:
+        Path(out).write_text(json.dumps({"losses": losses, "has_images": "pixel_values" in batch}))
+    torch.distributed.barrier()
+    torch.distributed.destroy_process_group()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(240)
+def test_zero3_with_vision_lora_steps_when_only_one_rank_has_images(tmp_path, monkeypatch):
+    import torch.multiprocessing as mp
+
+    pytest.importorskip("deepspeed")
+    monkeypatch.setenv("DS_ACCELERATOR", "cpu")
+    cache = str(tmp_path / "cache")
+    backbone(cache)
+    out = tmp_path / "result.json"
+    context = mp.spawn(zero3_rank, args=(free_port(), cache, str(out)), nprocs=WORLD_SIZE, join=False)
+    deadline = datetime.datetime.now() + datetime.timedelta(seconds=180)
+    while not context.join(timeout=5):
+        if datetime.datetime.now() > deadline:
+            for process in context.processes:
+                process.kill()
+            pytest.fail("the ZeRO-3 ranks hung (mixed image/text batches)")
+    result = json.loads(out.read_text())
+    assert result["has_images"] and len(result["losses"]) == 2  # the text-only rank stepped twice
