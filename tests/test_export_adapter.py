@@ -143,6 +143,10 @@ def test_lightning_checkpoint_of_a_toy_run_exports_through_the_cli(tmp_path, rep
                                                  exported).eval()
         got = module(ids["input_ids"], ids["attention_mask"]).logits
     torch.testing.assert_close(got, expected)
+    # export-adapter builds the base in bfloat16 (a 7B base: ~15 GB, not ~30), the trainable weights in float32.
+    exporting = build_run_module(run, checkpoint, dtype="bfloat16")
+    frozen = {p.dtype for p in exporting.parameters() if not p.requires_grad}
+    assert frozen == {torch.bfloat16} and {p.dtype for p in exporting.parameters() if p.requires_grad} == {torch.float32}
 
 
 def test_a_deepspeed_folder_rewritten_after_an_hpc_checkpoint_is_the_newer(tmp_path):

@@ -44,8 +44,10 @@ def base_model_of(checkpoint: Checkpoint, base_path: str | None = None) -> str:
     return str(path)
 
 
-def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | None = None):
-    """The run's LightningModule, built (``configure_model``) with fresh adapter weights."""
+def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | None = None, dtype: str | None = None):
+    """The run's LightningModule, built (``configure_model``) with fresh adapter weights. ``dtype``: the
+    frozen base's (None: torch's default, float32); the trainable weights are float32 either way, so the
+    exported adapter holds the checkpoint's values exactly."""
     from omegaconf import OmegaConf
 
     from egohorizon.backbones import HFBackbone
@@ -58,10 +60,13 @@ def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | Non
     cfg = OmegaConf.load(config_file)
     if not cfg.model.get("lora"):
         raise ConfigError(f"{config_file}: model.lora is empty: this run trained no adapter to export")
-    backbone = HFBackbone(path=base_model_of(checkpoint, base_path))
+    backbone = HFBackbone(path=base_model_of(checkpoint, base_path), dtype=dtype)
     module = build_model(cfg, backbone)
     module.gradient_checkpointing = False  # a training-time memory saving; irrelevant to the weights
     module.configure_model()
+    for param in module.parameters():
+        if param.requires_grad and param.is_floating_point():  # saved modules are copies of bf16 base layers
+            param.data = param.data.float()
     return module
 
 
@@ -73,7 +78,8 @@ def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = Non
     run_dir = Path(run_dir) if run_dir is not None else run_dir_of(checkpoint_path)
     checkpoint = read_checkpoint(checkpoint_path)
     log.info("%s: %s checkpoint at step %s", checkpoint_path, checkpoint.kind, checkpoint.global_step)
-    module = build_run_module(run_dir, checkpoint, base_path)
+    # The base in bfloat16: only the trainable weights are written, and a 7B base in float32 took ~30 GB.
+    module = build_run_module(run_dir, checkpoint, base_path, dtype="bfloat16")
     if getattr(module, "generation", {}).get("answer_set") == "train":  # saved beside the adapter (models.caption)
         from egohorizon.run_answer_set import run_answer_set
 
