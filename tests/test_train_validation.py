@@ -150,3 +150,15 @@ def test_an_events_file_of_defective_records_ends_in_its_message(tmp_path, capsy
         run_or_exit(train, _compose("train", overrides))
     assert caught.value.code == 2 and not run.exists()
     assert f"{boxes}: a CSV file (header: filename,xmin,ymin,xmax,ymax), not JSON Lines" in capsys.readouterr().err
+
+
+def test_a_config_error_raised_while_hydra_builds_a_target_is_the_users(tmp_path, capsys):
+    """Bad-input pass: eval.py split=bogus ended in Hydra's "Error in call to target
+    'datamodules.forecast.ForecastDataModule': ConfigError(...)" with exit 1."""
+    run = tmp_path / "run"
+    overrides = [*_missing_events(run), "+data.eval_split=bogus"]
+    with pytest.raises(SystemExit) as caught:
+        run_or_exit(train, _compose("train", overrides))
+    assert caught.value.code == 2 and not run.exists()
+    err = capsys.readouterr().err
+    assert err == "error: split: expected 'val' or 'test', got 'bogus'\n"

@@ -48,11 +48,28 @@ def run_or_exit(function: Callable[[Any], Any], cfg) -> Any:
 
     try:
         return function(cfg)
-    except (EgohorizonError, RecordError) as error:
+    except Exception as raised:
+        error = _user_error(raised, (EgohorizonError, RecordError))
+        if error is None:
+            raise
         for folder in _run_folders(cfg):
             discard_or_mark_failed(folder, error, _output_dir(cfg))
         print(f"error: {error}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def _user_error(error: BaseException, kinds: tuple[type, ...]) -> BaseException | None:
+    """``error`` if it is one the user can act on, or the one Hydra wrapped while building a target
+    (eval.py split=bogus: "Error in call to target ... ConfigError(...)", exit 1, the folder left)."""
+    from hydra.errors import InstantiationException
+
+    for _ in range(5):
+        if isinstance(error, kinds):
+            return error
+        if not isinstance(error, InstantiationException) or error.__cause__ is None:
+            return None
+        error = error.__cause__
+    return None
 
 
 def _run_folders(cfg) -> list[Path]:
