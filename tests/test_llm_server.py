@@ -127,6 +127,25 @@ def test_routes_and_a_good_request_after_bad_ones(served):
     assert reply["choices"][0]["message"]["role"] == "assistant" and isinstance(reply["choices"][0]["message"]["content"], str)
 
 
+def test_a_request_whose_client_hung_up_while_queued_is_not_generated(served):
+    import time
+
+    body = json.dumps({"messages": [USER], "max_tokens": 2}).encode()
+    before = served.requests, served.abandoned
+    # The model is busy with someone else's request; the client sends its own, times out and hangs up.
+    with served.lock, socket.create_connection(("127.0.0.1", served.port)) as client:
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        time.sleep(0.3)  # the handler has read the request and waits for the model
+    for _ in range(100):
+        if served.abandoned > before[1]:
+            break
+        time.sleep(0.05)
+    assert (served.requests, served.abandoned) == (before[0], before[1] + 1)
+    status, _ = _post(served.url + "/chat/completions", {"messages": [USER], "max_tokens": 2})
+    assert status == 200 and served.requests == before[0] + 1
+
+
 def test_serve_refuses_what_it_cannot_serve(tiny_folder, capsys):
     from egohorizon.cli import main
 

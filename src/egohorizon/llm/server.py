@@ -12,7 +12,10 @@ a failure while generating gets 500 with the error's one-line message, never a t
 (and the reply's ``model`` says which).
 
 It binds 127.0.0.1 only and generates one request at a time (a local model is not thread-safe); requests
-that arrive meanwhile wait. Standard library only, besides the backend.
+that arrive meanwhile wait, and one whose client has hung up by its turn (a client timeout: its retry is
+already queued) is dropped, not generated. A client sending many requests at once to a slow model should
+allow for the queue: ``llm.options.timeout`` / ``--timeout`` above the queue's total time, or concurrency 1.
+Standard library only, besides the backend.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ import binascii
 import io
 import json
 import logging
+import select
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -125,14 +130,29 @@ def parse_request(body: Any) -> dict[str, Any]:
     }
 
 
+class ClientGone(Exception):
+    """The client closed its connection before its request's turn came."""
+
+
+def hung_up(connection: socket.socket) -> bool:
+    """True when the peer has closed ``connection`` (readable with nothing to read). A client sends one
+    request per connection and then only waits, so readable means closed."""
+    try:
+        readable, _, _ = select.select([connection], [], [], 0)
+        return bool(readable) and connection.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        return True
+
+
 class ChatServer:
     """``backend`` behind ``http://127.0.0.1:<port>/v1`` (``port`` 0: a free one). ``start()`` serves in
-    a thread; ``close()`` stops. ``requests``/``failures`` count what it answered."""
+    a thread; ``close()`` stops. ``requests``/``failures``/``abandoned`` count what it answered, refused
+    and dropped because the client had gone."""
 
     def __init__(self, backend: LLMBackend, port: int = 0):
         self.backend = backend
         self.lock = threading.Lock()  # one generation at a time
-        self.requests = self.failures = 0
+        self.requests = self.failures = self.abandoned = 0
         self.httpd = ThreadingHTTPServer((HOST, port), _handler(self))
         self.httpd.daemon_threads = True
         self._thread: threading.Thread | None = None
@@ -154,10 +174,14 @@ class ChatServer:
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def complete(self, body: Any) -> dict[str, Any]:
-        """The reply to one chat-completions body (BadRequest for a bad one)."""
+    def complete(self, body: Any, connection: socket.socket | None = None) -> dict[str, Any]:
+        """The reply to one chat-completions body (BadRequest for a bad one; ClientGone when
+        ``connection`` was closed by the time the model was free)."""
         params = parse_request(body)
         with self.lock:
+            if connection is not None and hung_up(connection):
+                self.abandoned += 1
+                raise ClientGone
             texts = self.backend.generate(params.pop("prompt"), **params)
             self.requests += 1
         return {"id": f"chatcmpl-{self.requests}", "object": "chat.completion", "created": int(time.time()),
@@ -208,7 +232,9 @@ def _handler(server: ChatServer):
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 return self.fail(400, f"the request body is not JSON: {error}")
             try:
-                self.reply(200, server.complete(body))
+                self.reply(200, server.complete(body, self.connection))
+            except ClientGone:
+                self.close_connection = True  # nobody to answer
             except BadRequest as error:
                 self.fail(error.status, str(error))
             except EgohorizonError as error:  # the backend refuses the prompt (images for a text-only model)
