@@ -68,16 +68,19 @@ def rank_main(rank: int, port: int, run_dir: Path) -> None:
     loaded = load_into_partitioned(module, read_checkpoint(best))
     reloaded = float((_logits(engine, module) - best_logits).abs().max())
     # What Lightning's test does: an engine without optimizer, load_checkpoint(load_optimizer_states=False).
+    # trainer.test(model) without ckpt_path, as run.test now calls it: a new engine without optimizer
+    # over the same (loaded, partitioned) module.
+    inference, *_ = deepspeed.initialize(model=LightningLikeWrapper(module), config=CONFIG)
+    tested = float((_logits(inference, module) - best_logits).abs().max())
     error = ""
     try:
-        inference, *_ = deepspeed.initialize(model=LightningLikeWrapper(module), config=CONFIG)
         inference.load_checkpoint(str(best), load_optimizer_states=False, load_lr_scheduler_states=False,
                                   load_module_strict=False)
     except Exception as raised:  # noqa: BLE001 (the DeepSpeed defect: recorded, asserted by the test)
         error = f"{type(raised).__name__}: {raised}"
     if rank == 0:
         (run_dir / "result.json").write_text(json.dumps({"moved": moved, "reloaded": reloaded, "loaded": loaded,
-                                                         "lightning_path_error": error}))
+                                                         "tested": tested, "lightning_path_error": error}))
     torch.distributed.barrier()
     torch.distributed.destroy_process_group()
 
@@ -96,4 +99,5 @@ def test_zero3_best_state_loads_into_the_partitioned_model_where_lightnings_path
     result = json.loads((run_dir / "result.json").read_text())
     assert result["moved"] > 1e-3  # the two extra steps changed the outputs
     assert result["loaded"] > 0 and result["reloaded"] < 1e-5, result
+    assert result["tested"] < 1e-5, result  # what the test engine sees is the best state
     assert "_restore_from_bit16_weights" in result["lightning_path_error"], result
