@@ -7,8 +7,9 @@ DeepSpeed JSON from the strategy's arguments and the trainer's settings (precisi
 class writes is that final JSON, so a run's folder says exactly what DeepSpeed was given.
 
 Lightning's DeepSpeed strategy only starts on CUDA GPUs (``setup_environment`` raises on CPU): on a
-CPU machine only the configs' instantiation and the checkpoint conversion can be exercised;
-``scripts/gpu_check.sh`` runs the strategies on a GPU.
+CPU machine the tests drive raw DeepSpeed over gloo instead (ZeRO-3 loading, LoRA init, checkpoint
+conversion, test-after-fit loading, mixed image batches: docs/scale-out.md); ``scripts/gpu_check.sh``
+runs the strategies on a GPU.
 """
 
 from __future__ import annotations
