@@ -63,11 +63,14 @@ class ForecastDataModule(TaskDataModule):
         eval_split: str = "test",
         points_file: str | None = None,
         split_file: str | None = None,
+        convert_from: dict | None = None,
     ):
         """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
         ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
         ``split_file``: a day split file (``splits.json``, a run's ``split.json``) used instead of one
-        drawn from the fractions and seed (eval.py passes the evaluated run's own)."""
+        drawn from the fractions and seed (eval.py passes the evaluated run's own);
+        ``convert_from``: ``{source, root}``, a real data set converted into ``events`` on first use
+        (``egohorizon.data.sources.on_first_use``), so its experiment needs no path typed."""
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
@@ -87,6 +90,7 @@ class ForecastDataModule(TaskDataModule):
         if eval_split not in ("val", "test"):
             raise ConfigError(f"split: expected 'val' or 'test', got {eval_split!r}")
         self.eval_split, self.points_file, self.split_file = eval_split, points_file, split_file
+        self.convert_from = dict(convert_from) if convert_from else None
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
         self.tokenizer = None
@@ -138,6 +142,10 @@ class ForecastDataModule(TaskDataModule):
         return self.points
 
     def load_events(self) -> list[Event]:
+        if self.convert_from and self.events_path:
+            from egohorizon.data.sources.on_first_use import ensure_converted
+
+            ensure_converted(self.events_path, **self.convert_from)
         return load_events(self.events_path, self.demo_dir)
 
     def _build_points(self):
