@@ -115,3 +115,12 @@ def test_a_figure_name_matplotlib_cannot_write_is_refused_before_reading(capsys,
         main([str(events) if a == "EVENTS" else str(out) if a == "OUT" else a for a in argv])
     assert exit_.value.code == 2 and not out.exists()
     assert f"{out}: expected an image file name ending in .png, .pdf, .svg" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["data", "stats"], ["data", "plot-day", "--day", "2025-03-03", "--out", "OUT"]])
+def test_an_empty_events_file_is_refused(capsys, tmp_path, argv):
+    """Bad-input pass: `data stats empty.jsonl` printed 0 participants, 0 events, "hierarchy: OK", exit 0."""
+    empty = tmp_path / "events.jsonl"
+    empty.write_text("")
+    assert main([*(str(tmp_path / "day.png") if a == "OUT" else a for a in argv), str(empty)]) == 2
+    assert f"error: {empty}: no events; expected JSON Lines of events (SPEC §5)" in capsys.readouterr().err

@@ -85,7 +85,10 @@ def load_events(path: str) -> tuple[list, list[Path]]:
     files = find_event_files(Path(path))
     if not files:
         raise DataError(f"{path}: no events .jsonl file found (looked for events*.jsonl)")
-    return [event for f in files for event in load_jsonl(f, Event)], files
+    events = [event for f in files for event in load_jsonl(f, Event)]
+    if not events:  # summarised as 0 events and "hierarchy: OK" with exit 0, where points refuses it
+        raise DataError(f"{path}: no events; expected JSON Lines of events (SPEC §5)")
+    return events, files
 
 
 def run_stats(args: argparse.Namespace) -> int:
