@@ -219,3 +219,11 @@ def test_cli_stats_and_verify(tmp_path, capsys):
     captured = capsys.readouterr()
     assert str(victim) in captured.out and "1 shard(s) with problems" in captured.err
     assert len(all_keys(index)) == 12
+
+
+def test_an_events_file_given_as_shard_index_is_named(tmp_path):
+    """Bad-input pass: `shards stats events.jsonl` said "shard index is not valid JSON (Extra data ...)"."""
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"id": "e1"}\n{"id": "e2"}\n')
+    with pytest.raises(DataError, match=r"events.jsonl: not a shard index; expected a shard folder or its index.json"):
+        ShardIndex.load(events)

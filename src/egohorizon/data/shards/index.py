@@ -136,6 +136,9 @@ class ShardIndex:
         path = Path(root_or_file)
         if path.is_dir():
             path = path / INDEX_FILE
+        elif path.is_file() and path.name != INDEX_FILE:  # an events or points file: "not valid JSON" said little
+            raise DataError(f"{path}: not a shard index; expected a shard folder or its {INDEX_FILE} "
+                            "(build shards with `egohorizon shards build`)")
         try:
             obj = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
