@@ -281,3 +281,11 @@ def test_a_users_demo_folder_keeps_its_own_arguments(tmp_path):
     empty = tmp_path / "new"
     ensure_recorded_demo_world(empty)
     assert load_demo_world(empty).meta["weeks"] == 6
+
+
+def test_a_file_given_as_the_world_folder_is_named(tmp_path):
+    """Bad-input pass: `qa generate --world demo/events.jsonl` suggested `egohorizon demo --out demo/events.jsonl`."""
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    with pytest.raises(DataError, match=r"events.jsonl: a file; expected a demo world folder .*, e\.g\. "):
+        load_demo_world(events)

@@ -118,6 +118,9 @@ def load_demo_world(path: str | Path | None = None) -> DemoWorld:
 
         path = ensure_demo_world()
     path = Path(path)
+    if path.is_file():  # a world's events.jsonl: "create it with demo --out events.jsonl" misled
+        raise DataError(f"{path}: a file; expected a demo world folder (events.jsonl, recordings.jsonl, "
+                        f"transcript.jsonl, world.json), e.g. {path.parent}")
     missing = [name for name in FILES if not (path / name).is_file()]
     if missing:
         raise DataError(f"{path}: not a demo world (missing {', '.join(missing)}); "
