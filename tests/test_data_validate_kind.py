@@ -106,3 +106,14 @@ def test_records_of_another_type_are_named_once(tmp_path):
                 "prompt_version), not the ForecastPoint records expected here (24 defects)")
     assert result.records == [] and [str(d) for d in result.defects] == [expected]
     assert [r.id for r in read_jsonl(preds, ForecastPrediction).records] == ["p0", "p1", "p2"]
+
+
+def test_hands_detect_output_given_to_score_boxes_is_named(tmp_path):
+    """Bad-input pass: `score boxes --gold detect.jsonl` listed 392 "field 'clip': missing" defects."""
+    from egohorizon.schema import HandBox, read_jsonl
+
+    detected = tmp_path / "detect.jsonl"
+    detected.write_text('{"image": "a.jpg", "hand": "left", "box": [1, 2, 3, 4], "score": 0.9}\n')
+    (defect,) = read_jsonl(detected, HandBox).defects
+    assert str(defect).startswith(f"{detected}: holds hands detect boxes (image, hand, box, score per image file), "
+                                  "not the HandBox records expected here; `egohorizon hands detect IMAGES --gold CSV`")

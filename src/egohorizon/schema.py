@@ -848,6 +848,11 @@ def read_jsonl(path: str | os.PathLike, record_type: type[R]) -> ReadResult:
         # another command's records (events where points are expected, predictions swapped with gold):
         # one line saying so instead of every missing field of every line
         found = record_type_of(lines[0][1])
+        if found is None and {"image", "box"} <= set(lines[0][1]):  # `hands detect` writes boxes per image file
+            return ReadResult([], [Defect(path, 0, "", (
+                f"holds hands detect boxes (image, hand, box, score per image file), not the "
+                f"{record_type.__name__} records expected here; `egohorizon hands detect IMAGES --gold CSV` "
+                f"scores them ({len(defects)} defects)"))], path)
         if found is not None and found is not record_type:
             return ReadResult([], [Defect(path, 0, "", (
                 f"holds {found.__name__} records (line 1 has {', '.join(list(lines[0][1])[:6])}), not the "
