@@ -81,6 +81,8 @@ def test_no_numeric_option_is_unbounded():
     (["points", "--events", "ev.jsonl", "--val-frac", "1.5"], "--val-frac", "1.5", "from 0 to 1"),
     (["caption", "shards", "--model", "m", "--max-failures", "nan"], "--max-failures", "nan", "from 0 to 1"),
     (["qa", "generate", "--test-frac", "-0.1"], "--test-frac", "-0.1", "from 0 to 1"),
+    # whole bounds are written in full, not as 4.29497e+09
+    (["points", "--events", "ev.jsonl", "--seed", "-1"], "--seed", "-1", "from 0 to 4294967295"),
     (["pipeline", "--demo", "--captioner", "c", "--abstractor", "a", "--long-side", "abc"], "--long-side",
      "abc", "whole number >= 8"),
 ])

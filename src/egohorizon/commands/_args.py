@@ -14,14 +14,19 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
+def _number_text(value: float) -> str:
+    # Whole bounds in full (a seed's "4294967295", not :g's "4.29497e+09"); fractions short.
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
 def _range_text(lo: float | None, hi: float | None, lo_open: bool = False, hi_open: bool = False) -> str:
     if lo is not None and hi is not None and not (lo_open or hi_open):
-        return f"from {lo:g} to {hi:g}"
+        return f"from {_number_text(lo)} to {_number_text(hi)}"
     parts = []
     if lo is not None:
-        parts.append(f"{'>' if lo_open else '>='} {lo:g}")
+        parts.append(f"{'>' if lo_open else '>='} {_number_text(lo)}")
     if hi is not None:
-        parts.append(f"{'<' if hi_open else '<='} {hi:g}")
+        parts.append(f"{'<' if hi_open else '<='} {_number_text(hi)}")
     return " and ".join(parts)
 
 
