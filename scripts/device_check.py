@@ -10,19 +10,27 @@ settings, and checked:
   [params]   trainable parameters = r x (in + out) summed over those projections (40,370,176 for 7B, r=16);
   [zero]     every lora_B is 0 and the logits equal the base model's (adapter disabled) at step 0;
   [train]    5 AdamW steps with gradient checkpointing on a synthetic caption batch (9 images: 8 frames
-             and the close-up, at 448 px, with a prompt and a target) give finite losses.
+             and the close-up, at 448 px, with a prompt and a target) give finite losses;
+  [zero3]    raw DeepSpeed ZeRO-3 on one rank, in a child process (``zero3_stage``): Qwen2.5-VL-7B made
+             inside ``deepspeed.zero.Init``, every gathered lora_B 0 after ``add_lora``, one step, the
+             trainable weights saved and read back by ``egohorizon.checkpoints`` (zero_to_fp32,
+             ``load_into_partitioned``) into a fresh engine: the same logits; generation with
+             ``synced_gpus=True``. Without DeepSpeed (the lent machine has none) it reports "skipped".
 Figures: median step time, peak memory, tokens/s, MFU against 989 TFLOP/s (H200 dense bf16) and 790
 (what a bf16 matmul reaches there), greedy generation tokens/s. Model FLOPs per step = 2 x forward
 (LoRA computes no weight gradients of the base; the checkpointing recompute is not counted); forward =
 2 x parameters x tokens for the language model and the vision tower + attention 4 x layers x T^2 x width.
-One JSON line at the end; exit 0 when every check passed, 1 otherwise. Imports only torch,
-transformers, peft, yaml and egohorizon.backbones (no hydra, omegaconf, lightning, deepspeed).
+One JSON line at the end; exit 0 when every check passed, 1 otherwise. The main process imports only
+torch, transformers, peft, yaml and egohorizon.backbones (no hydra, omegaconf, lightning, deepspeed);
+the ZeRO-3 child also imports deepspeed and egohorizon.checkpoints.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -271,6 +279,174 @@ def generate(model, batch, device: str, new_tokens: int) -> dict:
     return {"generated_tokens": made, "generate_tokens_per_s": round(made / seconds, 1)}
 
 
+ZERO3_CONFIG = {"train_micro_batch_size_per_gpu": 1, "gradient_accumulation_steps": 1,
+                "zero_optimization": {"stage": 3}, "zero_allow_untested_optimizer": True}
+
+
+def zero3_stage(name: str, device: str, toy: bool, out_dir: Path) -> dict:
+    """Raw DeepSpeed ZeRO-3 on one rank, in its own process (``--zero3-stage``; the check's main process
+    imports no DeepSpeed): the model made inside ``deepspeed.zero.Init`` (where Lightning runs
+    ``configure_model``), the project's ``add_lora`` (it re-initialises the partitioned LoRA layers),
+    every gathered ``lora_B`` 0, one step, the trainable weights saved and consolidated by the project's
+    own path (``checkpoints.read_checkpoint`` -> zero_to_fp32, ``load_into_partitioned``) into a fresh
+    model and engine built the same way, equal logits, and greedy generation with ``synced_gpus``."""
+    import torch
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=os.environ.get("MASTER_PORT", "29512"), RANK="0",
+                      WORLD_SIZE="1", LOCAL_RANK="0")
+    import deepspeed
+
+    start = time.perf_counter()
+    deepspeed.init_distributed(dist_backend="nccl" if device == "cuda" else "gloo")
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32  # ZeRO-3 on the CPU: fp32, as the gloo tests
+    config = {**ZERO3_CONFIG, **({"bf16": {"enabled": True}} if device == "cuda" else {})}
+    batch, shape = caption_batch(make_config(name, toy), device, side=448 if not toy else 56,
+                                 prompt=300 if not toy else 20, target=64 if not toy else 8)
+    result = {"model": name, "toy": toy, "world_size": deepspeed.comm.get_world_size(), "dtype": str(dtype),
+              "tokens": shape["tokens"]}
+    trained, saved, n_trainable = _zero3_train(name, toy, dtype, config, batch, out_dir / "zero3.ckpt", result)
+    gc.collect()  # the first engine's memory, before the second model is made
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    _zero3_reload(name, toy, dtype, config, batch, trained, saved, result)
+    tolerance = result["tolerance"] = 1e-5 if dtype == torch.float32 else 5e-2
+    result["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2) if device == "cuda" else None
+    result.update(wall_s=round(time.perf_counter() - start, 1), deepspeed=deepspeed.__version__)
+    result["ok"] = (result["partitioned"] and result["lora_layers_reinitialised"] > 0
+                    and result["lora_B_absmax"] == 0.0 and _finite(result["loss"])
+                    and result["loaded_weights"] == result["saved_weights"] == n_trainable
+                    and result["logits_diff_before_load"] > tolerance >= result["logits_diff_after_load"]
+                    and result["generated_tokens"] == (4 if toy else 16))
+    torch.distributed.destroy_process_group()
+    return result
+
+
+def _zero3_train(name: str, toy: bool, dtype, config: dict, batch: dict, ckpt: Path, result: dict):
+    """The first engine: lora_B checked gathered, one step, its logits, the trainable weights saved and
+    read back by the project's consolidation (``read_checkpoint`` -> zero_to_fp32)."""
+    import deepspeed
+    import torch
+
+    from egohorizon.checkpoints import read_checkpoint
+
+    model, layers = _zero3_model(name, toy, dtype, config)
+    lora_b = [p for n, p in model.named_parameters() if "lora_B." in n]
+    with deepspeed.zero.GatheredParameters(lora_b):
+        result["lora_B_absmax"] = max(float(p.detach().abs().max()) for p in lora_b)
+    result.update(partitioned=hasattr(lora_b[0], "ds_id"), lora_layers_reinitialised=layers)
+    batch = _fit_batch(model, batch, dtype)
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    engine, *_ = deepspeed.initialize(model=model, optimizer=torch.optim.AdamW(trainable, lr=1e-3), config=config)
+    step_start = time.perf_counter()
+    loss = engine(**batch).loss
+    engine.backward(loss)
+    engine.step()
+    result.update(loss=round(loss.item(), 4), step_s=round(time.perf_counter() - step_start, 3))
+    trained = _zero3_logits(engine, batch)
+    engine.save_checkpoint(str(ckpt), tag="step1", client_state={"global_step": 1}, exclude_frozen_parameters=True)
+    saved = read_checkpoint(ckpt)
+    result["saved_weights"] = len(saved.state_dict)
+    return trained, saved, len(trainable)
+
+
+def _zero3_reload(name: str, toy: bool, dtype, config: dict, batch: dict, trained, saved, result: dict) -> None:
+    """A fresh model and engine without optimizer (as run.test's), the saved weights loaded into the
+    partitioned model (``load_into_partitioned``): its logits against the trained engine's, then
+    greedy generation with ``synced_gpus=True`` (every rank steps until all are done)."""
+    import deepspeed
+    import torch
+
+    from egohorizon.checkpoints import load_into_partitioned
+
+    fresh, _ = _zero3_model(name, toy, dtype, config)
+    batch = _fit_batch(fresh, batch, dtype)
+    engine, *_ = deepspeed.initialize(model=fresh, config=config)
+    result["logits_diff_before_load"] = float((_zero3_logits(engine, batch) - trained).abs().max())
+    result["loaded_weights"] = load_into_partitioned(fresh, saved)
+    result["logits_diff_after_load"] = float((_zero3_logits(engine, batch) - trained).abs().max())
+    inputs = {k: v for k, v in batch.items() if k != "labels"}
+    start = time.perf_counter()
+    with torch.no_grad():
+        out = fresh.generate(**inputs, max_new_tokens=4 if toy else 16, do_sample=False, synced_gpus=True)
+    made = out.shape[1] - inputs["input_ids"].shape[1]
+    result.update(generated_tokens=made, generate_tokens_per_s=round(made / (time.perf_counter() - start), 1))
+
+
+def _zero3_model(name: str, toy: bool, dtype, config: dict):
+    """(the peft model, LoRA layers re-initialised): made inside ``zero.Init`` from seed 0, so a second
+    build has the same random base, as a run rebuilds its frozen base from the backbone."""
+    import deepspeed
+    import torch
+    from transformers import AutoModelForImageTextToText
+
+    from egohorizon.backbones.lora import add_lora
+
+    model_config = make_config(name, toy)
+    # Import the model's module first: inside zero.Init (which patches torch.Tensor.__new__) transformers'
+    # lazy import of it reaches torch._dynamo, which then refuses the patched constructor (TypeError).
+    AutoModelForImageTextToText._model_mapping[type(model_config)]
+    torch.manual_seed(0)
+    with deepspeed.zero.Init(config_dict_or_path=config):
+        model = AutoModelForImageTextToText.from_config(model_config, dtype=dtype)
+        model = add_lora(model, lora_settings(name), vision=False)
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model.enable_input_require_grads()
+    partitioned = sum(hasattr(m.lora_A[a].weight, "ds_id") for m in model.modules()
+                      if hasattr(m, "reset_lora_parameters") and hasattr(m, "lora_A") for a in m.lora_A)
+    return model, partitioned  # the LoRA layers add_lora found partitioned and re-initialised
+
+
+def _fit_batch(model, batch: dict, dtype) -> dict:
+    from egohorizon.backbones.base import needs_mm_token_type_ids
+
+    batch = {**batch, "pixel_values": batch["pixel_values"].to(dtype)}
+    if not needs_mm_token_type_ids(model):
+        batch.pop("mm_token_type_ids", None)
+    return batch
+
+
+def _zero3_logits(engine, batch: dict):
+    import torch
+
+    engine.eval()
+    with torch.no_grad():
+        logits = engine(**{k: v for k, v in batch.items() if k != "labels"}).logits.float()
+    engine.train()
+    return logits
+
+
+def run_zero3_stage(dry_run: bool, name: str, timeout_s: float) -> dict:
+    """The ZeRO-3 stage in a child process (its JSON is the child's last stdout line), or why it did not run."""
+    import importlib.util
+    import subprocess
+    import tempfile
+
+    if importlib.util.find_spec("deepspeed") is None:
+        return {"skipped": "deepspeed not installed (see scripts/device_check.sh's header: build and carry a wheel)",
+                "ok": True}
+    env = {**os.environ, "MASTER_PORT": str(_free_port()), **({"DS_ACCELERATOR": "cpu"} if dry_run else {})}
+    with tempfile.TemporaryDirectory() as out_dir:
+        command = [sys.executable, str(Path(__file__).resolve()), "--zero3-stage", out_dir, "--models", name,
+                   *(["--dry-run"] if dry_run else [])]
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
+        except subprocess.TimeoutExpired:
+            return {"model": name, "ok": False, "error": f"timed out after {timeout_s:.0f} s"}
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1])
+    except (IndexError, json.JSONDecodeError):
+        return {"model": name, "ok": False, "error": f"exit {done.returncode}: {done.stderr[-800:]}"}
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def _finite(x: float) -> bool:
     import math
 
@@ -282,9 +458,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="toy width on the CPU (CI); default: real size on CUDA")
     parser.add_argument("--models", default="qwen2_5_vl_7b,qwen3_vl_8b", help="comma-separated (default both)")
     parser.add_argument("--steps", type=int, default=5, help="LoRA steps per model (default 5)")
+    parser.add_argument("--zero3-model", default="qwen2_5_vl_7b",
+                        help="the model of the raw DeepSpeed ZeRO-3 stage on one rank; 'none' skips it (default qwen2_5_vl_7b)")
+    parser.add_argument("--zero3-stage", metavar="DIR", help=argparse.SUPPRESS)  # the stage's own child process
     args = parser.parse_args(argv)
     import torch
     import transformers
+
+    if args.zero3_stage:
+        if args.dry_run:
+            torch.set_num_threads(min(4, torch.get_num_threads()))
+        device = "cpu" if args.dry_run else "cuda"
+        print(json.dumps(zero3_stage(args.models, device, args.dry_run, Path(args.zero3_stage))))
+        return 0
 
     start = time.perf_counter()
     device = "cpu" if args.dry_run else "cuda"
@@ -300,7 +486,14 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as error:  # noqa: BLE001 (one model failing still reports the other)
             results.append({"model": name, "ok": False, "error": f"{type(error).__name__}: {error}"[:500]})
         print(f"device_check: {json.dumps(results[-1])}", file=sys.stderr, flush=True)
-    summary = {"device_check": results, "ok": all(r["ok"] for r in results), "wall_s": round(time.perf_counter() - start, 1),
+    if args.zero3_model == "none":
+        zero3 = {"skipped": "--zero3-model none", "ok": True}
+    else:  # what is left of the shell's timeout, less a margin for the summary
+        left = float(os.environ.get("DEVICE_CHECK_TIMEOUT", "480")) - (time.perf_counter() - start) - 15
+        zero3 = run_zero3_stage(args.dry_run, args.zero3_model, max(30.0, left))
+    print(f"device_check: zero3 {json.dumps(zero3)}", file=sys.stderr, flush=True)
+    summary = {"device_check": results, "zero3": zero3, "ok": all(r["ok"] for r in results) and zero3["ok"],
+               "wall_s": round(time.perf_counter() - start, 1),
                "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (dry run, toy width)",
                "torch": torch.__version__, "transformers": transformers.__version__,
                "imported_forbidden": sorted(m for m in FORBIDDEN if m in sys.modules)}

@@ -52,6 +52,28 @@ def test_dry_run_passes_every_check_and_prints_one_json_line():
     real = by_model["qwen3_vl_8b"]["real_size"]
     assert (real["lora_targets"], real["trainable_params"]) == (252, 43_646_976)
     assert 8.76e9 < real["params"] - real["trainable_params"] < 8.78e9  # Qwen3-VL-8B: 8.77B
+    # Raw DeepSpeed ZeRO-3 on one rank (gloo on the CPU), in a child process: the main one imported none.
+    zero3 = summary["zero3"]
+    assert zero3["ok"] and zero3["world_size"] == 1 and zero3["partitioned"], zero3
+    assert zero3["lora_layers_reinitialised"] == 14 and zero3["lora_B_absmax"] == 0.0
+    # 14 layers x (A, B) saved through zero_to_fp32 and loaded into the fresh partitioned model
+    assert zero3["saved_weights"] == zero3["loaded_weights"] == 28
+    # the fresh engine (B = 0) differs from the trained one until the saved weights are loaded
+    assert zero3["logits_diff_before_load"] > 1e-3 and zero3["logits_diff_after_load"] <= 1e-5
+    assert zero3["generated_tokens"] == 4  # synced_gpus=True
+
+
+def test_zero3_stage_without_deepspeed_reports_skipped(monkeypatch):
+    import importlib.util
+
+    import device_check
+
+    # The lent GPU machine has no DeepSpeed: find_spec answers None there, as here after this patch.
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *rest: None if name == "deepspeed" else real_find_spec(name, *rest))
+    result = device_check.run_zero3_stage(True, "qwen2_5_vl_7b", 30)
+    assert result["ok"] and result["skipped"].startswith("deepspeed not installed")
 
 
 def test_without_a_gpu_the_real_check_says_so_and_exits_2():
