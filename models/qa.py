@@ -106,6 +106,10 @@ class QAModule(LoRALanguageModule):
                     grids.append(batch["image_grid_thw"][image:image + n_images])
             image, patch = image + n_images, patch + n_patches
             sizes.append(len(options))
+        if image == 0 and len(per_image) == 1:
+            # A text-only batch carries the collator's one masked dummy image (issue 26 item 5: every rank
+            # runs the vision tower in training); no prompt marks it, so the option rows score text only.
+            per_image = []
         if image != len(per_image):
             raise ValueError(f"the prompts mark {image} images but the batch has {len(per_image)}")
         vision = {"pixel_values": torch.cat(pixels), "image_grid_thw": torch.cat(grids)} if pixels else {}
