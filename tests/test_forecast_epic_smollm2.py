@@ -88,7 +88,9 @@ def test_train_py_runs_two_lora_steps_on_epic_points(smollm2_backbone, shared_da
     for key in ("test/forecast_S_norm_L1_K1", "test/forecast_S_norm_L1_K10", "test/repeat_last_S_L1_K1",
                 "val/forecast_S_norm_L1_K1"):
         assert key in flat, key
-    official, _counts = _official_test_days(events)  # per participant, the days holding EPIC-100 validation
+    # The run reads the whole first-use conversion (data.events is not honoured next to data.convert_from:
+    # a known gap, noted in issue 23), so its official days come from that conversion.
+    official, _counts = _official_test_days(load_jsonl(full / "events.jsonl", Event))
     test_points = load_jsonl(run / "points" / "points_test.jsonl", ForecastPoint)
     assert test_points and all(p.day in official.get(p.participant, ()) for p in test_points)
     val_points = load_jsonl(run / "points" / "points_val.jsonl", ForecastPoint)
