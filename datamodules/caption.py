@@ -21,7 +21,7 @@ project's split rules. Each batch is a dict (B windows, T frames padded to the l
 With a processor, each window becomes ``{text, images, target}`` (``CaptionSamples``, which calls
 ``egohorizon.prompts.caption.caption_sample``): the chosen frames (gaze ring drawn) and the close-up at
 the middle frame's fixation, the prompt (frame times, speech) and the target, the window's gold L1
-actions as timed JSON lines (``egohorizon.metrics.caption_format``; the demo world knows them; a real
+actions as timed JSON lines (``egohorizon.formats.caption``; the demo world knows them; a real
 recording has none). Batches are then what ``egohorizon.backbones.collate.VisionTextCollator`` makes
 (``input_ids``, ``labels``, ``pixel_values``, ``image_grid_thw``, ``mm_token_type_ids``, ...) plus
 ``ids`` (window keys).
@@ -113,7 +113,7 @@ class CaptionSamples:
 
 def caption_window(meta: dict[str, Any]):
     """A shard sample's JSON -> the ``CaptionWindow`` gold record the caption task scores."""
-    from egohorizon.metrics.caption_format import gold_actions, gold_scene
+    from egohorizon.formats.caption import gold_actions, gold_scene
     from egohorizon.metrics.captions import activity_of
     from egohorizon.schema import CaptionWindow
 

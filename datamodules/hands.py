@@ -2,14 +2,14 @@
 
 Clips, gold boxes and segments come from a folder written by ``egohorizon.data.demo.hands`` (built on
 first use into ``demo_dir``) or, for real frames with MediaPipe's pseudo-labels, by ``egohorizon hands
-clips`` (``clips_dir``; ``pipelines.hands_pseudo``); the split is its ``split.json`` (whole days held
+clips`` (``clips_dir``; ``pipelines.hands.pseudo``); the split is its ``split.json`` (whole days held
 out). Frames are drawn from a demo clip's record, or read from a real clip's frame files, when a
-sample is read, at ``fps`` frames per second over the clip (the sampling rate sent to the model). The target is ``metrics.hand_format``'s text: the gold boxes of
+sample is read, at ``fps`` frames per second over the clip (the sampling rate sent to the model). The target is ``formats.hands``'s text: the gold boxes of
 the sampled frames (the nearest annotated frame) in the pixels of the image the processor makes
 (``backbones.boxes.ResizeMapping``), then every gold segment of the clip.
 
 ``eval_options`` hands the task the training clips' segments (the training-prior baselines' labels)
-and the MediaPipe baseline's boxes on the same sampled frames (``pipelines.hands_detector``), computed
+and the MediaPipe baseline's boxes on the same sampled frames (``pipelines.hands.detector``), computed
 once per split.
 """
 
@@ -93,7 +93,7 @@ class HandClipSamples(Dataset):
         return len(self.items)
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        from egohorizon.metrics.hand_format import render_hand_text
+        from egohorizon.formats.hands import render_hand_text
         from egohorizon.prompts.hands import render_hands_prompt
 
         item = self.items[i]
@@ -214,7 +214,7 @@ class HandsDataModule(TaskDataModule):
     def training_corpus(self) -> list[str]:
         """Prompts and targets of the training clips (boxes in frame pixels: same words and digits)."""
         from egohorizon.backbones.boxes import ResizeMapping
-        from egohorizon.metrics.hand_format import render_hand_text
+        from egohorizon.formats.hands import render_hand_text
         from egohorizon.prompts.hands import render_hands_prompt
 
         self.prepare()
@@ -258,7 +258,7 @@ class HandsDataModule(TaskDataModule):
         return {**options, "baseline_boxes": self._baseline[split], "baseline_name": "mediapipe"}
 
     def _mediapipe_boxes(self, items) -> list[dict]:
-        from egohorizon.pipelines.hands_detector import MediaPipeHands
+        from egohorizon.pipelines.hands.detector import MediaPipeHands
 
         detector = MediaPipeHands()
         out = []

@@ -4,7 +4,7 @@ parents, one ``FIRST-LAST: DESCRIPTION`` line per group (egohorizon.prompts.abst
 What is specific to abstraction: the ``abstract`` prompt and one greedy output per run (a grouping, not
 N sampled candidates), long enough for a group per event in the worst case, and, with
 ``generation.constrained``, decoding that can only write valid groupings of the run
-(``prompts.abstract_constraint``). Parsing and scoring belong to the abstract task.
+(``llm.constraints``). Parsing and scoring belong to the abstract task.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ class AbstractModule(LoRALanguageModule):
                               "(datamodules.abstract provides it)")
         from transformers import LogitsProcessorList
 
-        from egohorizon.prompts.abstract_constraint import grouping_processor
+        from egohorizon.llm.constraints import grouping_processor
 
         return {"logits_processor": LogitsProcessorList(
             [grouping_processor(self.tokenizer, batch["n_events"], prompt_length)])}

@@ -1,6 +1,6 @@
 """HandModule: the LoRA vision-language model (models.lora_lm) that writes, for a short clip's frames,
 timestamped left/right hand boxes, subtasks, hand actions and hand captions in one text
-(``egohorizon.metrics.hand_format``).
+(``egohorizon.formats.hands``).
 
 What is specific to hands: the ``hands`` prompt, one greedy output per clip, and room for a long
 answer (a box line per frame plus a dozen segment lines). Parsing, mapping boxes back to the frame and

@@ -55,8 +55,8 @@ def build_shards(out: Path, demo_dir: str | None, days: int, stride: int) -> Pat
 def http_ratio(shards: Path, out: Path, args, lead: int) -> dict:
     """The job against the loopback server, ``lead`` requests more in flight than the server serves at
     once: achieved windows/s over the server's maximum."""
-    from egohorizon.pipelines.caption import CaptionJob
-    from egohorizon.pipelines.caption_setup import ModelChoice, caption_settings, make_runner, provenance
+    from egohorizon.pipelines.caption.job import CaptionJob
+    from egohorizon.pipelines.caption.setup import ModelChoice, caption_settings, make_runner, provenance
 
     server = subprocess.Popen([sys.executable, str(SERVER), "--latency", str(args.latency), "--concurrency",
                                str(args.concurrency), "--lifetime", "600"], stdout=subprocess.PIPE, text=True)
@@ -96,9 +96,9 @@ def local_ratio(shards: Path, out: Path, args) -> dict:
     """The job with the local tiny model over one shard, against the model's own generation time."""
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.llm.vision_local import LocalVLMBackend
-    from egohorizon.pipelines.caption import CaptionJob, ShardReader
-    from egohorizon.pipelines.caption_runners import LocalRunner, _EncodedBatches
-    from egohorizon.pipelines.caption_setup import ModelChoice, caption_settings, provenance
+    from egohorizon.pipelines.caption.job import CaptionJob, ShardReader
+    from egohorizon.pipelines.caption.runners import LocalRunner, _EncodedBatches
+    from egohorizon.pipelines.caption.setup import ModelChoice, caption_settings, provenance
 
     index = ShardIndex.load(shards)
     count = len(index.shards)

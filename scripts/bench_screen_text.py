@@ -1,7 +1,7 @@
 """Screen-text masking: today's full-frame OCR against region-first OCR, in one run on the same frames.
 
 Frames: real 1408x1408 Aria RGB frames (../shared/data/projectaria-tools-testdata/derived_frames) with
-text panels drawn on them (egohorizon.pipelines.text_frames): e-mails, phone numbers, card numbers,
+text panels drawn on them (egohorizon.data.deid.text_frames): e-mails, phone numbers, card numbers,
 addresses and listed names among distractors (prices, dates, times, words), at 12-64 px. Prints per
 method: wall and CPU seconds per frame (CPU includes the tesseract processes), recall of sensitive
 items (an item counts when 90% of its ink is under a masked box) and distractors touched (30% of ink).
@@ -28,7 +28,7 @@ def cpu_seconds() -> float:
 
 
 def measure(masker, frames) -> dict[str, float]:
-    from egohorizon.pipelines.text_frames import ink_hidden
+    from egohorizon.data.deid.text_frames import ink_hidden
 
     wall = cpu = 0.0
     hidden = total = touched = distractors = 0
@@ -51,8 +51,8 @@ def measure(masker, frames) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     import cv2
 
-    from egohorizon.pipelines.screen_text import ScreenTextMasker
-    from egohorizon.pipelines.text_frames import NAMES, make_text_frame
+    from egohorizon.data.deid.screen_text import ScreenTextMasker
+    from egohorizon.data.deid.text_frames import NAMES, make_text_frame
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", type=int, default=22, help="made frames (backgrounds cycle)")

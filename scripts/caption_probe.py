@@ -36,7 +36,7 @@ def histogram(image: np.ndarray) -> np.ndarray:
 def windows(dm, split: str):
     """(features, activity by level, gold L1 texts, key) of the split's windows with gold actions."""
     from egohorizon.data.shards.stream import WindowStream
-    from egohorizon.metrics.caption_format import gold_actions
+    from egohorizon.formats.caption import gold_actions
     from egohorizon.metrics.captions import activity_of
     from egohorizon.prompts.caption import caption_sample
 

@@ -37,7 +37,7 @@ def frame_sets(egohands: Path = EGOHANDS, aria: Path = ARIA_FRAMES) -> dict[str,
 
 def make_detector(name: str):
     if name.startswith("blazeface-"):
-        from egohorizon.pipelines.faces import BlazeFaceDetector
+        from egohorizon.data.deid.faces import BlazeFaceDetector
 
         return BlazeFaceDetector(variant=name.removeprefix("blazeface-"))
     raise SystemExit(f"unknown detector {name!r}")

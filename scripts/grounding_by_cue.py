@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from egohorizon.pipelines.grounding import bootstrap
+from egohorizon.studies.grounding import bootstrap
 from egohorizon.schema import ForecastPoint, load_jsonl
 
 SUBSETS = ("all", "cue_driven", "phone", "person", "uncued")

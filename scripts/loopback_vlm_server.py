@@ -5,7 +5,7 @@
 
 It binds 127.0.0.1 on a free port, prints ``PORT <n>`` on stdout, and answers
 ``POST /v1/chat/completions`` like a vision-language model whose answers are canned but valid captions
-(egohorizon.metrics.caption_format) after checking the request: at least one ``image_url`` part, each a
+(egohorizon.formats.caption) after checking the request: at least one ``image_url`` part, each a
 ``data:image/jpeg;base64,`` URL holding a whole JPEG (a bad request gets HTTP 400 naming the problem).
 At most ``--concurrency`` requests are served at once (the rest wait, as a batching server queues
 them), each takes ``--latency`` seconds: the server's maximum throughput is concurrency / latency

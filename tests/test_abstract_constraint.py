@@ -1,4 +1,4 @@
-"""Constrained decoding of the abstractor (``prompts.abstract_constraint``): whatever the model's scores,
+"""Constrained decoding of the abstractor (``llm.constraints``): whatever the model's scores,
 greedy decoding under the constraint writes a reply the strict parser accepts; the constraint only
 removes choices (a valid reply the model prefers comes out unchanged)."""
 
@@ -9,7 +9,7 @@ import torch
 
 from egohorizon.backbones.tokenizer import train_bpe_tokenizer
 from egohorizon.prompts.abstract import Group, parse_groups, render_groups
-from egohorizon.prompts.abstract_constraint import GroupingConstraint, grouping_processor
+from egohorizon.llm.constraints import GroupingConstraint, grouping_processor
 
 
 @pytest.fixture(scope="module")

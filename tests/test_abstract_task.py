@@ -9,7 +9,7 @@ import pytest
 
 from egohorizon.errors import ConfigError
 from egohorizon.metrics.embedders import ExactEmbedder
-from egohorizon.pipelines.abstract_items import AbstractItem, gold_compression, make_items
+from egohorizon.data.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.prompts.abstract import Group
 from egohorizon.schema import Event
 from egohorizon.tasks import get_task

@@ -97,7 +97,7 @@ def test_answer_set_command_refuses_what_it_must_not_write(tmp_path, capsys):
 
 
 def test_the_job_setup_applies_the_set_only_when_the_adapter_was_scored_with_it(tmp_path):
-    from egohorizon.pipelines.caption_setup import ModelChoice, beam_width, use_answer_set
+    from egohorizon.pipelines.caption.setup import ModelChoice, beam_width, use_answer_set
 
     closed = fake_adapter(tmp_path / "closed.adapter", {"answer_set": "train", "strategy": "beam", "num_beams": 3})
     choice = ModelChoice(model=str(closed), adapter=closed,

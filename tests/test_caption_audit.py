@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from egohorizon.errors import DataError
-from egohorizon.pipelines.caption_audit import build_audit_page
-from egohorizon.pipelines.caption_audit_page import reveal_answers
+from egohorizon.pipelines.caption.audit import build_audit_page
+from egohorizon.pipelines.caption.audit_page import reveal_answers
 from egohorizon.schema import Event, load_jsonl
 
 

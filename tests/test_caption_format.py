@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from egohorizon.metrics.caption_format import (
+from egohorizon.formats.caption import (
     CaptionAction,
     gold_actions,
     parse_caption_output,

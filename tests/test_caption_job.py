@@ -138,7 +138,7 @@ def test_images_become_jpeg_data_urls_where_the_prompt_marks_them(shared_data):
 
 
 def test_results_log_cuts_a_torn_last_line_and_the_latest_line_of_a_window_counts(tmp_path, caplog):
-    from egohorizon.pipelines.caption_results import ResultsLog, is_done
+    from egohorizon.pipelines.caption.results import ResultsLog, is_done
 
     path = tmp_path / "captions.jsonl"
     first = {"window": "w1", "status": "failed", "failure": {"kind": "model", "reason": "HTTP 503"}}
@@ -159,7 +159,7 @@ def test_results_log_cuts_a_torn_last_line_and_the_latest_line_of_a_window_count
 
 def test_shard_slices_cover_every_shard_once():
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.caption import parse_slice, slice_entries
+    from egohorizon.pipelines.caption.job import parse_slice, slice_entries
 
     entries = [{"path": f"p/{i:02d}.tar"} for i in (5, 3, 0, 1, 4, 2, 6)]
     parts = [slice_entries(entries, parse_slice(f"{i}/3")) for i in range(3)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from egohorizon.metrics.caption_format import CaptionAction, CaptionParse, parse_caption_output
+from egohorizon.formats.caption import CaptionAction, CaptionParse, parse_caption_output
 from egohorizon.metrics.captions import (
     activity_of,
     aggregate,

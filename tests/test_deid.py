@@ -1,5 +1,5 @@
 """De-identification: what counts as sensitive text, OCR masking with tesseract, face blurring with
-BlazeFace (egohorizon.pipelines.faces; real-frame recall in test_faces.py), and the counts in the shard index."""
+BlazeFace (egohorizon.data.deid.faces; real-frame recall in test_faces.py), and the counts in the shard index."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from egohorizon.pipelines.deid import (
+from egohorizon.data.deid.deid import (
     Deidentifier,
     luhn_valid,
     make_deidentifier,
@@ -16,7 +16,7 @@ from egohorizon.pipelines.deid import (
     sensitive_boxes,
     sensitive_spans,
 )
-from egohorizon.pipelines.faces import BlazeFaceDetector
+from egohorizon.data.deid.faces import BlazeFaceDetector
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
                                      reason="tesseract not installed (apt-get install tesseract-ocr)")
@@ -159,7 +159,7 @@ def test_deid_command_names_unreadable_files_and_exits_1_unless_allowed(tmp_path
     tests/test_hands_inputs.py): skipped, counted, the first five named, exit 1 unless --allow-bad."""
     from PIL import Image
 
-    import egohorizon.pipelines.deid as deid_module
+    import egohorizon.data.deid.deid as deid_module
     from egohorizon.cli import main
 
     class Unchanged:  # no detector: the rule is about reading the files

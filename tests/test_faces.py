@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from egohorizon.cli import main
-from egohorizon.pipelines.deid import Deidentifier, blur_boxes
-from egohorizon.pipelines.faces import BlazeFaceDetector, decode_boxes, ssd_anchors, weighted_nms
+from egohorizon.data.deid.deid import Deidentifier, blur_boxes
+from egohorizon.data.deid.faces import BlazeFaceDetector, decode_boxes, ssd_anchors, weighted_nms
 
 # The frame sets of scripts/face_recall.py (docs/shards.md): faces/ plus the images/ video whose every
 # frame shows the partner's face; the Aria sample frames hold no face.

@@ -11,7 +11,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.grounding import bootstrap, run_grounding_study, s_norm, study_rows
+from egohorizon.studies.grounding import bootstrap, run_grounding_study, s_norm, study_rows
 from egohorizon.schema import ForecastPoint, write_jsonl
 
 CONF = Path(__file__).resolve().parents[1] / "conf"

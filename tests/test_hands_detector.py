@@ -15,7 +15,7 @@ from PIL import Image
 from egohorizon.cli import main
 from egohorizon.errors import ConfigError
 from egohorizon.metrics.boxes import image_box_hits
-from egohorizon.pipelines.hands_detector import (
+from egohorizon.pipelines.hands.detector import (
     MEDIAPIPE_DEFAULTS,
     HandDetectorSettings,
     MediaPipeHands,
@@ -24,7 +24,7 @@ from egohorizon.pipelines.hands_detector import (
     region_affine,
     square_tiles,
 )
-from egohorizon.pipelines.hands_frames import annotation_grid, read_box_csv
+from egohorizon.pipelines.hands.frames import annotation_grid, read_box_csv
 
 pytest.importorskip("ai_edge_litert")
 EGOHANDS = "egohands-frames"
@@ -147,7 +147,7 @@ def test_hands_detect_command_writes_boxes_and_scores(egohands, tmp_path, capsys
 
 def test_detector_against_the_aria_gen2_hand_tracking(shared_data, capsys):
     pytest.importorskip("projectaria_tools")
-    from egohorizon.pipelines.hands_aria import aria_hand_frames
+    from egohorizon.pipelines.hands.aria import aria_hand_frames
 
     vrs = shared_data / "projectaria-tools-testdata/data/gen2/aria_gen2_unit_test_sequence_with_bluetooth.vrs"
     frames = aria_hand_frames(vrs)

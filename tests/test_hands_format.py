@@ -1,4 +1,4 @@
-"""The hands text format (metrics.hand_format) and the box convention between an original frame and
+"""The hands text format (formats.hands) and the box convention between an original frame and
 the image a Qwen-VL processor makes of it (backbones.boxes), round-tripped against the real
 processors of the tiny Qwen2-VL, Qwen2.5-VL and Qwen3-VL at several aspect ratios (issue 14)."""
 
@@ -10,7 +10,7 @@ import pytest
 from egohorizon.backbones import TinyBackbone
 from egohorizon.backbones.boxes import ResizeMapping
 from egohorizon.errors import ConfigError
-from egohorizon.metrics.hand_format import parse_hand_text, render_hand_text
+from egohorizon.formats.hands import parse_hand_text, render_hand_text
 
 CORPUS = ["0.5s left [10,20,30,40] right [50,20,70,40]", "subtask 0-2.5 wipe the table",
           "action left 0-1 take the cloth", "caption right 0-1 the right hand wipes"] * 20

@@ -12,7 +12,7 @@ import pytest
 from PIL import Image
 
 from egohorizon.cli import main
-from egohorizon.pipelines import hands_frames
+from egohorizon.pipelines.hands import frames as hands_frames
 
 HEADER = "filename,width,height,class,xmin,ymin,xmax,ymax\n"
 

@@ -16,7 +16,7 @@ from toy_backbone import TOY_BACKBONE
 
 from egohorizon.cli import main
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.hands_frames import shard_frames
+from egohorizon.pipelines.hands.frames import shard_frames
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))  # datamodules/ lives at the repository root, as train.py sees it
@@ -51,7 +51,7 @@ def _labels(shards: Path, path: Path) -> list[dict]:
 def test_clips_from_pseudo_labels_feed_the_hands_datamodule(demo_shards, tmp_path, capsys):
     from datamodules.hands import HandClipSamples, HandsDataModule
     from egohorizon.backbones.boxes import ResizeMapping
-    from egohorizon.metrics.hand_format import parse_hand_text
+    from egohorizon.formats.hands import parse_hand_text
 
     labels = _labels(demo_shards, tmp_path / "labels.jsonl")
     out = tmp_path / "clips"
@@ -91,7 +91,7 @@ def test_clips_from_pseudo_labels_feed_the_hands_datamodule(demo_shards, tmp_pat
 
 
 def test_clips_need_enough_days_and_a_real_labels_file(demo_shards, tmp_path):
-    from egohorizon.pipelines.hands_pseudo import build_pseudo_clips
+    from egohorizon.pipelines.hands.pseudo import build_pseudo_clips
 
     with pytest.raises(ConfigError, match="no such labels file"):
         build_pseudo_clips(demo_shards, tmp_path / "missing.jsonl", tmp_path / "a")

@@ -164,8 +164,8 @@ def test_a_chain_killed_while_abstracting_resumes_with_identical_outputs(referen
 
 def test_recordings_come_from_a_folder_or_a_manifest_with_clear_errors(tmp_path):
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.chain import ChainSettings
-    from egohorizon.pipelines.chain_stages import recording_entries
+    from egohorizon.pipelines.chain.settings import ChainSettings
+    from egohorizon.pipelines.chain.stages import recording_entries
 
     (tmp_path / "a" / "b").mkdir(parents=True)
     (tmp_path / "a" / "b" / "recording.vrs").write_bytes(b"")
@@ -217,8 +217,9 @@ def test_the_points_stage_refuses_empty_held_out_splits(tmp_path):
     from test_points_build import _many_days
 
     from egohorizon.errors import DataError
-    from egohorizon.pipelines.chain import ChainSettings, run_chain
-    from egohorizon.pipelines.chain_stages import default_stages
+    from egohorizon.pipelines.chain.runner import run_chain
+    from egohorizon.pipelines.chain.settings import ChainSettings
+    from egohorizon.pipelines.chain.stages import default_stages
     from egohorizon.schema import write_jsonl
 
     write_jsonl(tmp_path / "hierarchy" / "events.jsonl", _many_days(n_days=2))

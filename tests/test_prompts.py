@@ -44,7 +44,7 @@ def test_caption_prompt_marks_each_image_where_the_collator_expects_it():
 def test_caption_sample_is_the_same_prompt_for_training_and_inference():
     import numpy as np
 
-    from egohorizon.metrics.caption_format import parse_caption_output
+    from egohorizon.formats.caption import parse_caption_output
     from egohorizon.prompts.caption import IMAGE_MARK, caption_sample
 
     frames = [np.zeros((40, 60, 3), np.uint8) for _ in range(5)]

@@ -9,8 +9,8 @@ import shutil
 import numpy as np
 import pytest
 
-from egohorizon.pipelines.sensitive import SensitiveText
-from egohorizon.pipelines.text_frames import NAMES, ink_hidden, make_text_frame
+from egohorizon.data.deid.sensitive import SensitiveText
+from egohorizon.data.deid.text_frames import NAMES, ink_hidden, make_text_frame
 
 pytestmark = pytest.mark.skipif(shutil.which("tesseract") is None,
                                 reason="tesseract not installed (apt-get install tesseract-ocr)")
@@ -62,7 +62,7 @@ def made_frames(backgrounds, seed: int, sizes=(12, 40), panels=3):
 
 
 def text_masker():
-    from egohorizon.pipelines.deid import Deidentifier
+    from egohorizon.data.deid.deid import Deidentifier
 
     deidentify = Deidentifier(blur_faces=False, names=NAMES)
     return lambda image: deidentify(image)
@@ -93,7 +93,7 @@ def test_region_first_reads_only_the_text_lines():
     """What makes region-first cheap, without timing anything (the speed itself is measured by
     scripts/bench_screen_text.py, in a process of its own): tesseract sees a few line crops whose area
     is a small part of the frame, not the whole frame."""
-    from egohorizon.pipelines.screen_text import RegionFinder
+    from egohorizon.data.deid.screen_text import RegionFinder
 
     (image, _items), = made_frames([cluttered_background(11)], seed=5)
     boxes = RegionFinder()(image)
@@ -103,7 +103,7 @@ def test_region_first_reads_only_the_text_lines():
 
 def test_command_fallback_reads_the_same_text():
     """Without the library, the crops go to the tesseract command as one multi-page TIFF per frame."""
-    from egohorizon.pipelines.screen_text import ScreenTextMasker
+    from egohorizon.data.deid.screen_text import ScreenTextMasker
 
     (image, items), = made_frames([cluttered_background(21)], seed=2)
     with_library = ScreenTextMasker(NAMES)
@@ -117,7 +117,7 @@ def test_command_fallback_reads_the_same_text():
 def test_light_text_on_dark_is_read():
     import cv2
 
-    from egohorizon.pipelines.screen_text import mask_screen_text
+    from egohorizon.data.deid.screen_text import mask_screen_text
 
     image = np.full((200, 900, 3), 30, dtype=np.uint8)
     number = np.zeros_like(image)
@@ -132,7 +132,7 @@ def test_light_text_on_dark_is_read():
 
 
 def test_blank_and_textured_frames_are_left_alone():
-    from egohorizon.pipelines.screen_text import ScreenTextMasker
+    from egohorizon.data.deid.screen_text import ScreenTextMasker
 
     masker = ScreenTextMasker()
     for image in (np.full((300, 400, 3), 128, np.uint8), cluttered_background(3, size=600)):
@@ -157,8 +157,8 @@ def test_sensitive_classes_hand_checked(line, kinds):
 
 def test_made_frames_have_valid_cards_and_separate_items():
     """The frame maker (also the benchmark's) gives Luhn-valid cards and keeps items off each other."""
-    from egohorizon.pipelines.sensitive import luhn_valid
-    from egohorizon.pipelines.text_frames import luhn_complete
+    from egohorizon.data.deid.sensitive import luhn_valid
+    from egohorizon.data.deid.text_frames import luhn_complete
 
     assert all(luhn_valid(luhn_complete(str(n) * 15)) for n in range(10))
     (_, items), = made_frames([cluttered_background(4)], seed=9)

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from egohorizon.data.ingested import Word
-from egohorizon.pipelines.sensitive import SensitiveText, read_names
-from egohorizon.pipelines.speech import scrub_words
+from egohorizon.data.deid.sensitive import SensitiveText, read_names
+from egohorizon.data.deid.speech import scrub_words
 
 NAMES = ("Maria Keller",)
 

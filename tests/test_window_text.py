@@ -165,7 +165,7 @@ def test_caption_prompt_has_the_screen_text_line():
 
 
 def test_gold_scene_is_the_place_and_its_change():
-    from egohorizon.metrics.caption_format import gold_scene, parse_caption_output
+    from egohorizon.formats.caption import gold_scene, parse_caption_output
     from egohorizon.prompts.caption import render_caption_answer
 
     events = [{"level": 1, "start": 0.0, "end": 12.0, "text": "open the fridge", "place": "kitchen"},
@@ -180,7 +180,7 @@ def test_gold_scene_is_the_place_and_its_change():
 
 
 def test_scene_accuracy_with_the_same_judge_and_baselines():
-    from egohorizon.metrics.caption_format import CaptionAction, CaptionParse
+    from egohorizon.formats.caption import CaptionAction, CaptionParse
     from egohorizon.schema import CaptionWindow
     from egohorizon.tasks import get_task
 
@@ -202,7 +202,7 @@ def test_scene_accuracy_with_the_same_judge_and_baselines():
 
 
 def test_caption_job_refuses_text_less_shards_only_for_a_prompt_that_reads_them(tmp_path):
-    from egohorizon.pipelines.caption import uses_screen_text
+    from egohorizon.pipelines.caption.job import uses_screen_text
 
     older = tmp_path / "caption_v2.txt"
     older.write_text("# version: 2\nSpeech heard in the window: {transcript}\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""Progress of a long step, as the caption job shows it (``pipelines.caption._Progress``): on a terminal a
+"""Progress of a long step, as the caption job shows it (``pipelines.caption.job._Progress``): on a terminal a
 rich bar on stderr (done/total, %, rate, elapsed, ETA; a spinner and the elapsed time when the total is
 unknown), elsewhere (a log file, a pipe, a Slurm job) one log line every ``log_every_s`` seconds. stdout
 is left alone, so a command's JSON result stays parseable."""

@@ -35,7 +35,7 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     if name == "grounding":  # issue 15: compares finished runs' scores, no model is loaded here
         from omegaconf import OmegaConf
 
-        from egohorizon.pipelines.grounding import run_grounding_study
+        from egohorizon.studies.grounding import run_grounding_study
 
         runs = OmegaConf.to_container(cfg.sweep.runs, resolve=True)
         return {**run_grounding_study(runs, run_dir / "sweep_grounding", split=cfg.split,
@@ -103,7 +103,7 @@ def add_intervals(rows: list[dict[str, Any]], reports: dict[str, dict], points: 
     and S_rand; rows without that predictor's points are left as they are."""
     import numpy as np
 
-    from egohorizon.pipelines.grounding import bootstrap
+    from egohorizon.studies.grounding import bootstrap
 
     out = [dict(row) for row in rows]
     for name, report in reports.items():
@@ -131,7 +131,7 @@ def add_intervals(rows: list[dict[str, Any]], reports: dict[str, dict], points: 
 
 def _same_points(members: list[dict], reported: float | None) -> bool:
     """The per-point rows give the report's S_norm (a rescored baseline scored the same points)."""
-    from egohorizon.pipelines.grounding import s_norm
+    from egohorizon.studies.grounding import s_norm
 
     if reported is None:
         return True

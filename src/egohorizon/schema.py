@@ -715,7 +715,7 @@ class CaptionWindow(Record):
 @dataclass
 class CaptionPrediction(Record):
     """A captioner's answer for one window: parsed ``actions`` (+ ``scene``), or raw ``text`` in the
-    caption format (``egohorizon.metrics.caption_format``), which the tolerant parser reads."""
+    caption format (``egohorizon.formats.caption``), which the tolerant parser reads."""
 
     FIELDS: ClassVar = {
         "id": (nonempty_text, True),

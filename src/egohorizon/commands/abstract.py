@@ -1,5 +1,5 @@
 """``egohorizon abstract EVENTS --levels 5 --out HIERARCHY``: L1 events -> an L1-L5 hierarchy with an LLM
-(``egohorizon.pipelines.abstract_job``)."""
+(``egohorizon.pipelines.abstract.job``)."""
 
 from __future__ import annotations
 
@@ -65,8 +65,8 @@ def run_abstract(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.abstract import AbstractSettings
-    from egohorizon.pipelines.abstract_job import AbstractJob, make_backend
+    from egohorizon.pipelines.abstract.day import AbstractSettings
+    from egohorizon.pipelines.abstract.job import AbstractJob, make_backend
 
     try:
         settings = AbstractSettings(top_level=args.levels, max_events=args.max_events, overlap=args.overlap,

@@ -1,5 +1,5 @@
 """``egohorizon caption SHARDS --out OUT --model ...``: caption every window of a shard folder into L1
-events (``egohorizon.pipelines.caption``); ``caption merge OUT``: events from a sliced (Slurm array) run;
+events (``egohorizon.pipelines.caption.job``); ``caption merge OUT``: events from a sliced (Slurm array) run;
 ``caption audit EVENTS --shards ...``: an HTML page to check sampled captions by eye."""
 
 from __future__ import annotations
@@ -145,8 +145,8 @@ def run_caption(args: argparse.Namespace) -> int:
     # worker preparing its next batches (and, on a shared node, with other jobs); spinning threads made
     # the tiny model's generation 4-15x slower on 2 busy cores (docs/captioning.md).
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-    from egohorizon.pipelines.caption import parse_slice
-    from egohorizon.pipelines.caption_setup import make_job
+    from egohorizon.pipelines.caption.job import parse_slice
+    from egohorizon.pipelines.caption.setup import make_job
 
     settings = {"prompt": args.prompt, "frames_per_window": args.frames_per_window, "crop": args.crop,
                 "max_new_tokens": args.max_new_tokens, "temperature": args.temperature, "seed": args.seed,
@@ -167,8 +167,8 @@ def run_caption(args: argparse.Namespace) -> int:
 
 def run_merge(args: argparse.Namespace) -> int:
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.caption_events import write_events
-    from egohorizon.pipelines.caption_results import result_files
+    from egohorizon.pipelines.caption.events import write_events
+    from egohorizon.pipelines.caption.results import result_files
 
     out = Path(args.out)
     if not result_files(out):
@@ -186,7 +186,7 @@ def run_answer_set(args: argparse.Namespace) -> int:
 
 def run_audit(args: argparse.Namespace) -> int:
     try:
-        from egohorizon.pipelines.caption_audit import build_audit_page
+        from egohorizon.pipelines.caption.audit import build_audit_page
     except ImportError as error:
         from egohorizon.errors import ConfigError
 

@@ -4,7 +4,7 @@ images (``--gold boxes.csv`` also scores them hand-agnostically); ``egohorizon h
 ``egohorizon hands clips SHARDS --labels boxes.jsonl --out DIR``: those frames and labels as a clip
 folder the hand VLM trains on (``data.clips_dir``);
 ``egohorizon hands aria VRS``: the detector scored against an Aria gen2 recording's own hand tracking.
-The detector is MediaPipe's palm + landmark models (``egohorizon.pipelines.hands_detector``)."""
+The detector is MediaPipe's palm + landmark models (``egohorizon.pipelines.hands.detector``)."""
 
 from __future__ import annotations
 
@@ -94,12 +94,12 @@ def _finder(args: argparse.Namespace):
     from dataclasses import replace
 
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.hands_detector import (
+    from egohorizon.pipelines.hands.detector import (
         HAND_DETECTOR_VERSION,
         MEDIAPIPE_DEFAULTS,
         HandDetectorSettings,
     )
-    from egohorizon.pipelines.hands_frames import mediapipe_finder
+    from egohorizon.pipelines.hands.frames import mediapipe_finder
 
     if args.model not in MODELS:
         from pathlib import Path
@@ -107,7 +107,7 @@ def _finder(args: argparse.Namespace):
         if not Path(args.model).exists():
             raise ConfigError(f"--model: expected one of {', '.join(MODELS)} or a trained hands adapter (a "
                               f"*.adapter folder, .ckpt or run folder), got {args.model!r}")
-        from egohorizon.pipelines.hands_vlm import adapter_finder
+        from egohorizon.pipelines.hands.vlm import adapter_finder
 
         return adapter_finder(args.model)
     settings = MEDIAPIPE_DEFAULTS if args.model == "mediapipe-defaults" else HandDetectorSettings()
@@ -131,7 +131,7 @@ def _write_jsonl(path: str, records) -> int:
 
 
 def run_detect(args: argparse.Namespace) -> int:
-    from egohorizon.pipelines.hands_frames import (
+    from egohorizon.pipelines.hands.frames import (
         detect_images,
         image_files,
         read_box_csv,
@@ -160,7 +160,7 @@ def run_detect(args: argparse.Namespace) -> int:
 
 
 def run_label(args: argparse.Namespace) -> int:
-    from egohorizon.pipelines.hands_frames import label_shards
+    from egohorizon.pipelines.hands.frames import label_shards
 
     find, provenance = _finder(args)
     problems: list[dict] = []
@@ -171,7 +171,7 @@ def run_label(args: argparse.Namespace) -> int:
 
 def run_clips(args: argparse.Namespace) -> int:
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.hands_pseudo import build_pseudo_clips
+    from egohorizon.pipelines.hands.pseudo import build_pseudo_clips
 
     try:
         width, height = (int(v) for v in args.size.lower().split("x"))
@@ -188,7 +188,7 @@ def run_clips(args: argparse.Namespace) -> int:
 def run_aria(args: argparse.Namespace) -> int:
     import json
 
-    from egohorizon.pipelines.hands_aria import aria_hand_frames, score_hands
+    from egohorizon.pipelines.hands.aria import aria_hand_frames, score_hands
 
     find, provenance = _finder(args)
     report = score_hands(aria_hand_frames(args.vrs), find)

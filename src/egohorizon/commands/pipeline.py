@@ -1,5 +1,5 @@
 """``egohorizon pipeline RECORDINGS --out RUN``: ingest -> shards -> caption -> abstract -> points in one run
-folder, each stage skipped when it finished earlier with the same inputs (``egohorizon.pipelines.chain``)."""
+folder, each stage skipped when it finished earlier with the same inputs (``egohorizon.pipelines.chain.runner``)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def chain_settings(args: argparse.Namespace):
-    from egohorizon.pipelines.chain import ChainSettings
+    from egohorizon.pipelines.chain.settings import ChainSettings
 
     captioner = {"model": args.captioner, "base_url": args.captioner_base_url, "seed": args.seed,
                  "frames_per_window": args.frames_per_window, "max_failures": args.max_caption_failures}
@@ -108,7 +108,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
     import os
 
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.chain import run_chain
+    from egohorizon.pipelines.chain.runner import run_chain
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # as egohorizon caption: before torch loads
     if bool(args.recordings) == bool(args.demo):

@@ -627,7 +627,7 @@ def _caption_predictions(path: str) -> tuple[list, int]:
     from pathlib import Path
 
     from egohorizon.errors import DataError
-    from egohorizon.pipelines.caption_results import better, prediction_record, read_results, result_files
+    from egohorizon.pipelines.caption.results import better, prediction_record, read_results, result_files
     from egohorizon.schema import CaptionPrediction, Defect, RecordError
 
     p = Path(path)

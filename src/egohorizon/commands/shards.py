@@ -77,7 +77,7 @@ def run_build(args: argparse.Namespace) -> int:
     from egohorizon.data.shards.writer import build_shards
     from egohorizon.data.windows import WindowConfig
     from egohorizon.errors import ConfigError
-    from egohorizon.pipelines.sensitive import read_names
+    from egohorizon.data.deid.sensitive import read_names
 
     try:
         config = WindowConfig(window_s=args.window, long_side=args.long_side, crop_size=args.crop_size,

@@ -9,7 +9,7 @@ shard build, kept as unique lines in first-seen order with their time in the win
 - **Which image**: the native frame AFTER de-identification (``build_window`` calls the reader on
   the frame the de-identifier returned), downscaled to at most ``max_side`` px so an Aria frame
   costs what a demo frame does. Every line is then checked again with the sensitive-text classifier
-  (``egohorizon.pipelines.sensitive``) and dropped when it flags anything (a masked box can leave a
+  (``egohorizon.data.deid.sensitive``) and dropped when it flags anything (a masked box can leave a
   readable fragment): sensitive text never reaches a shard, so never a prompt.
 - **Noise**: tesseract's sparse mode (``--psm 11``) reads textures as 2-3 letter scraps ("se f",
   "agi"); a line is kept when it has at least ``min_chars`` letters/digits and a word of 3 or more.
@@ -19,7 +19,7 @@ shard build, kept as unique lines in first-seen order with their time in the win
 - **Failures** (no tesseract, a timeout, an unreadable image) are counted, never fatal: the frame
   simply contributes no line.
 
-OCR goes through the tesseract helpers of ``egohorizon.pipelines.screen_text``: its C-API wrapper
+OCR goes through the tesseract helpers of ``egohorizon.data.deid.screen_text``: its C-API wrapper
 (``TesseractLib``, the model loaded once per process: 0.04 s of CPU for a 224-px demo frame, measured)
 and, where the library cannot be loaded, the ``tesseract`` command (``run_tesseract``: 0.22 s of CPU a
 frame, mostly starting the process and loading the model). Both read the whole grey frame in sparse
@@ -64,7 +64,7 @@ class ScreenTextReader:
     _missing_logged: bool = field(init=False, repr=False, default=False)
 
     def __post_init__(self):
-        from egohorizon.pipelines.sensitive import SensitiveText
+        from egohorizon.data.deid.sensitive import SensitiveText
 
         if not self.every_s > 0:
             raise ValueError(f"screen text: every_s must be > 0, got {self.every_s}")
@@ -85,7 +85,7 @@ class ScreenTextReader:
         """The text lines tesseract reads in one frame (noise left out); raises when OCR fails."""
         import cv2
 
-        from egohorizon.pipelines.screen_text import TesseractLib, run_tesseract
+        from egohorizon.data.deid.screen_text import TesseractLib, run_tesseract
 
         height, width = image.shape[:2]
         if max(height, width) > self.max_side:

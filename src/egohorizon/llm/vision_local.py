@@ -226,7 +226,7 @@ class LocalVLMBackend(LLMBackend):
     def generate_many(self, prompts: Sequence[Prompt], *, max_new_tokens: int = 256, temperature: float = 0.0,
                       seed: int = 0, n: int = 1, grouping_events: int | None = None) -> list[list[str]]:
         """``grouping_events``: the abstractor's constrained decoding, every prompt a run of that many events
-        (only valid groupings of it can be written: ``prompts.abstract_constraint``)."""
+        (only valid groupings of it can be written: ``llm.constraints``)."""
         from egohorizon.llm.images import message_sample
 
         if n != 1 and temperature == 0:
@@ -247,7 +247,7 @@ class LocalVLMBackend(LLMBackend):
             return None
         from transformers import LogitsProcessorList
 
-        from egohorizon.prompts.abstract_constraint import grouping_processor
+        from egohorizon.llm.constraints import grouping_processor
 
         return LogitsProcessorList([grouping_processor(self.load_processor().tokenizer, [n_events] * rows,
                                                        prompt_length)])

@@ -48,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.metrics.caption_format import CaptionAction, CaptionParse
+from egohorizon.formats.caption import CaptionAction, CaptionParse
 from egohorizon.metrics.embedders import Embedder, EmbeddingTable
 from egohorizon.metrics.judges import Judge
 from egohorizon.metrics.segments import EPS, temporal_iou

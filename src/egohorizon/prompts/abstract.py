@@ -3,7 +3,7 @@
 Each group is one line ``FIRST-LAST: DESCRIPTION`` (event indices of the run, 0-based, inclusive); the
 groups must be contiguous, in order and cover the whole run, and every description must say something.
 ``parse_groups`` is strict: it accepts nothing else and its error says which line is wrong and why,
-because that message is shown to the model when it is asked again (``pipelines.abstract``).
+because that message is shown to the model when it is asked again (``pipelines.abstract.day``).
 
 ``render_abstract_prompt`` is the one place a run of events becomes a model input: the offline
 ``egohorizon abstract`` job and the training datamodule (``datamodules.abstract``) both call it. It is

@@ -1,5 +1,5 @@
 """The captioner's prompt and answer: a window's frames (gaze drawn), the gaze close-up, the speech and
-the on-screen text in, the wearer's timed actions and the scene out (``egohorizon.metrics.caption_format``).
+the on-screen text in, the wearer's timed actions and the scene out (``egohorizon.formats.caption``).
 
 Each frame is preceded by its time in the window, then the image marker that the backbone's processor
 expands into the image's tokens (``egohorizon.backbones.collate``); the close-up comes last. The answer
@@ -68,7 +68,7 @@ def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end
     """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
     clipped to ``[start, end]`` and relative to ``start``, then the gold scene line when the events
     carry their place; None when it has no action (nothing to learn)."""
-    from egohorizon.metrics.caption_format import gold_actions, gold_scene, render_caption_lines
+    from egohorizon.formats.caption import gold_actions, gold_scene, render_caption_lines
 
     actions = gold_actions(events, start, end)
     return render_caption_lines(actions, gold_scene(events, start, end)) if actions else None
@@ -94,7 +94,7 @@ def pick_frames(count: int, frames_per_window: int | None, rng=None) -> list[int
 
 def _scaled(gaze: Sequence[float], info: Mapping[str, Any], image) -> tuple[float, float]:
     """The gaze point (stored in the frame's pixels, ``info["size"]`` = [w, h]) in ``image``'s pixels:
-    the offline job may decode a frame at a reduced scale (egohorizon.pipelines.caption.LazyImages)."""
+    the offline job may decode a frame at a reduced scale (egohorizon.pipelines.caption.job.LazyImages)."""
     size = info.get("size")
     if not size or (image.shape[1], image.shape[0]) == tuple(size):
         return gaze[0], gaze[1]

@@ -1,6 +1,6 @@
 """The hands prompt (``hands.txt``): the clip's frames with their times and the size of the image the
 model sees (its boxes are in those pixels: ``egohorizon.backbones.boxes``); the answer is the hands
-text format of ``egohorizon.metrics.hand_format``."""
+text format of ``egohorizon.formats.hands``."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from egohorizon.metrics import abstraction as M
-from egohorizon.pipelines.abstract_items import AbstractItem
+from egohorizon.data.abstract_items import AbstractItem
 from egohorizon.prompts.abstract import Group, ReplyError, parse_groups
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 

@@ -3,7 +3,7 @@ gold L1 actions with one-to-one matching (IoU + judge) and the soft edit score, 
 repeat-previous and most-frequent baselines, flat log keys and the summary table.
 
 The metrics are ``egohorizon.metrics.captions``; the format and parser
-``egohorizon.metrics.caption_format``. Shared by the evaluation callback and ``egohorizon score
+``egohorizon.formats.caption``. Shared by the evaluation callback and ``egohorizon score
 captions``, so both report the same figures.
 """
 
@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from egohorizon.metrics.caption_format import CaptionAction, CaptionParse, parse_caption_output
+from egohorizon.formats.caption import CaptionAction, CaptionParse, parse_caption_output
 from egohorizon.schema import CaptionPrediction, CaptionWindow
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 

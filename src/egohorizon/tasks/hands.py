@@ -1,5 +1,5 @@
 """The hands task (EgoHome, issue 14): one text per clip holding timestamped left/right boxes, subtasks,
-hand actions and hand captions (``metrics.hand_format``), scored with the centroid hit fraction
+hand actions and hand captions (``formats.hands``), scored with the centroid hit fraction
 (``metrics.boxes``) and PSJ + semantic F1 per annotation type (``metrics.segments``), next to the
 degenerate baselines (``metrics.segment_baselines``) and, on boxes, a detector's boxes handed in by
 the data (the MediaPipe baseline: ``eval_options`` of the hands datamodule).
@@ -98,7 +98,7 @@ class HandsTask(Task):
     def parse(self, texts: Sequence[str], item: HandItem | None = None) -> dict[str, Any]:
         """Boxes (frame pixels, SPEC BoxPrediction fields), segments and the invalid count of one clip's
         output; an unreadable output is an empty prediction with its invalid parts counted."""
-        from egohorizon.metrics.hand_format import parse_hand_text
+        from egohorizon.formats.hands import parse_hand_text
 
         if item is None:
             raise ValueError("the hands task maps boxes back with its item's frame sizes")

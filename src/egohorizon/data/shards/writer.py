@@ -157,7 +157,7 @@ def write_shard(plan: ShardPlan, out_dir: Path, config: WindowConfig, *, deident
                 jpeg_quality: int, crop_quality: int, fingerprint: str,
                 session_fingerprints: dict[str, str], screen_text=None) -> tuple[dict[str, Any], list[str]]:
     """Renders and writes one shard (temp name, then rename); returns its index entry and keys."""
-    from egohorizon.pipelines.sensitive import count_redactions
+    from egohorizon.data.deid.sensitive import count_redactions
 
     tar_path = out_dir / plan.relpath
     tar_path.parent.mkdir(parents=True, exist_ok=True)
@@ -255,14 +255,14 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
                  deid_names: Sequence[str] = (), screen_text: bool = True) -> ShardIndex:
     """Writes (or completes, or brings up to date) the shards of ``sources`` in ``out_dir`` and its index.json.
 
-    ``deid``: auto | on | off | faces | text (egohorizon.pipelines.deid.make_deidentifier); ``auto``
+    ``deid``: auto | on | off | faces | text (egohorizon.data.deid.deid.make_deidentifier); ``auto``
     is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it.
-    ``deid_names``: names to hide in screen text and speech (egohorizon.pipelines.sensitive).
+    ``deid_names``: names to hide in screen text and speech (egohorizon.data.deid.sensitive).
     ``screen_text``: read each window's on-screen text (egohorizon.data.window_text) from its
     de-identified frames; a failed read is counted in the shard's entry, never fatal.
     ``inputs``: where the sources were read from (``{"ingested": [folders], "events": [files]}``),
     kept in the index so ``shards verify`` can compare the shards with them."""
-    from egohorizon.pipelines.deid import make_deidentifier
+    from egohorizon.data.deid.deid import make_deidentifier
 
     config = config or WindowConfig()
     out_dir = Path(out_dir)

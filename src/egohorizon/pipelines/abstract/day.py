@@ -59,7 +59,7 @@ class AbstractSettings:
     # the error made it write nonsense (docs/abstraction.md); its retries sample the same prompt again.
     show_error: bool = True
     # Constrained decoding (a trained adapter only): the model can write only valid groupings of the run
-    # (prompts/abstract_constraint.py), so no reply is refused; the model still chooses every boundary.
+    # (llm/constraints.py), so no reply is refused; the model still chooses every boundary.
     constrained: bool = False
     seed: int = 0
     prompt: str | None = None  # a prompt name or .txt path; None: the bundled "abstract"

@@ -66,7 +66,7 @@ def project_landmarks(landmarks_device, camera, transform_camera_device) -> np.n
 
 def aria_hand_frames(vrs: str | Path, camera_label: str = "camera-rgb", tolerance_ns: int = 20_000_000,
                      margin: float = 0.1, min_points: int = 5, min_confidence: float = 0.5) -> list[AriaHandFrame]:
-    from egohorizon.pipelines.hands_detector import landmark_box
+    from egohorizon.pipelines.hands.detector import landmark_box
 
     provider, hands, calibration = _open(vrs)
     camera = calibration.get_camera_calib(camera_label)

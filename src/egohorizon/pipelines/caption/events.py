@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from egohorizon.pipelines.caption_results import OK, load_all_results, provenance
+from egohorizon.pipelines.caption.results import OK, load_all_results, provenance
 
 EVENTS_FILE = "events.jsonl"
 SCENES_FILE = "scenes.jsonl"

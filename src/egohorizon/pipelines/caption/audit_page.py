@@ -1,4 +1,4 @@
-"""The HTML of the caption audit page (egohorizon.pipelines.caption_audit): one file, no external resources.
+"""The HTML of the caption audit page (egohorizon.pipelines.caption.audit): one file, no external resources.
 
 The windows are rendered here, in Python, so the page reads without scripts; the script only keeps
 the marks (in the page and in localStorage, so a reload keeps them), counts them and exports them.
@@ -16,10 +16,9 @@ import hashlib
 import html
 import json
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from egohorizon.pipelines.caption_audit import AuditCaption, AuditWindow
+from egohorizon.pipelines.caption.audit_records import AuditCaption, AuditWindow
 
 EXPORT_FORMAT = "egohorizon-caption-audit-marks"
 EXPORT_VERSION = 1

@@ -3,7 +3,7 @@
 The two networks are the ``.tflite`` files the ``mediapipe==0.10.14`` wheel bundles
 (``mediapipe/modules/palm_detection/palm_detection_full.tflite`` and
 ``mediapipe/modules/hand_landmark/hand_landmark_full.tflite``; newer wheels no longer carry them).
-As for faces (``pipelines/faces.py``), mediapipe is never imported: its import needs protobuf 4.25
+As for faces (``data/deid/faces.py``), mediapipe is never imported: its import needs protobuf 4.25
 while wandb needs protobuf >= 5, so the files run under ``ai-edge-litert`` and what MediaPipe's
 graphs do around the networks is written out here with the constants of
 ``palm_detection_cpu.pbtxt``, ``palm_detection_detection_to_roi.pbtxt`` and
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.faces import MEDIAPIPE_PIN, iou_one_to_many, ssd_anchors
+from egohorizon.data.deid.faces import MEDIAPIPE_PIN, iou_one_to_many, ssd_anchors
 
 # Recorded with every box written by ``egohorizon hands detect|label``: change it when the detector
 # or its default thresholds change.

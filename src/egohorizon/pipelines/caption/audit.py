@@ -12,7 +12,7 @@ Quality control, as in the paper's audit of 613 segments: ``n_wrong`` captions (
 ten, at least one) are planted, each the caption of another window of the same participant (another
 one if none qualifies) at least an hour away or on another day, whose text and parent activity appear
 nowhere in the window it is planted in. Which captions are planted is kept out of the DOM and the
-page's readable data (egohorizon.pipelines.caption_audit_page), so the export can count how many the
+page's readable data (egohorizon.pipelines.caption.audit_page), so the export can count how many the
 auditor caught without the page telling them.
 
 Reading: a first pass reads only the ``.json`` members of every shard (tar headers are skipped over,
@@ -31,11 +31,11 @@ import os
 import random
 import tarfile
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError, DataError
+from egohorizon.pipelines.caption.audit_records import AuditCaption, AuditWindow, WindowRef
 from egohorizon.schema import Event, RecordError, load_jsonl
 
 log = logging.getLogger(__name__)
@@ -45,45 +45,12 @@ CONTROL_SHARE = 0.1  # default number of planted captions: this share of the rea
 STRIP_FRAMES = 8  # frames shown per window, evenly spaced
 
 
-@dataclass
-class WindowRef:
-    """A window as the first pass sees it: where it is and when, no images."""
-
-    key: str
-    shard: str
-    participant: str
-    day: str
-    start: float
-    end: float
-    captions: list[Event] = field(default_factory=list)
-
-
-@dataclass
-class AuditCaption:
-    caption_id: str  # the event id; an opaque "qc-..." id for a planted caption
-    window_key: str
-    text: str
-    start: float  # seconds from the window's start, clipped to the window
-    end: float
-    before: bool  # the event began before the window
-    after: bool  # the event goes on after it
-    control: bool = False
-
-
-@dataclass
-class AuditWindow:
-    ref: WindowRef
-    meta: dict[str, Any]
-    frames: list[dict[str, Any]]  # strip frames: {"t", "jpeg", "crop" (bytes or None), "meta"}
-    captions: list[AuditCaption]
-
-
 def build_audit_page(events_path: str | os.PathLike, shards_dir: str | os.PathLike, n: int,
                      out_path: str | os.PathLike, seed: int = 0, n_wrong: int | None = None, *,
                      strip_frames: int = STRIP_FRAMES) -> dict[str, Any]:
     """Writes the audit page to ``out_path``; returns its counts (windows, captions, controls, skips)."""
     from egohorizon.data.shards.index import ShardIndex
-    from egohorizon.pipelines.caption_audit_page import render_page
+    from egohorizon.pipelines.caption.audit_page import render_page
 
     if n < 1:
         raise ConfigError(f"n: expected at least 1 window to audit, got {n}")

@@ -2,15 +2,15 @@
 
 Two things are hidden:
 - **Faces**, found by MediaPipe's BlazeFace full-range model run offline on CPU
-  (``egohorizon.pipelines.faces``) and blurred with a margin around the detected box. On real frames
+  (``egohorizon.data.deid.faces``) and blurred with a margin around the detected box. On real frames
   it finds the partner's face on 33 of 33 EgoHands face frames and fires on none of 23 face-free Aria
   frames; the OpenCV Haar cascades used before found 3 of 33 (docs/shards.md).
 - **Sensitive on-screen text**, found region-first and OCR'd by tesseract, then masked
-  (``egohorizon.pipelines.screen_text``); what counts as sensitive is defined once, for screen text and
-  speech alike, in ``egohorizon.pipelines.sensitive`` (e-mails, phone numbers, card numbers, street
+  (``egohorizon.data.deid.screen_text``); what counts as sensitive is defined once, for screen text and
+  speech alike, in ``egohorizon.data.deid.sensitive`` (e-mails, phone numbers, card numbers, street
   addresses, ID numbers, URLs with secrets, and the names the user lists).
 - **Sensitive speech**: ``Deidentifier.scrub_words`` replaces the same classes in a recording's
-  transcript by ``[kind]`` before the shard writer stores it (``egohorizon.pipelines.speech``).
+  transcript by ``[kind]`` before the shard writer stores it (``egohorizon.data.deid.speech``).
 
 ``Deidentifier(image) -> (image, counts)`` with counts ``{"faces": n, "text_boxes": m}``; the shard
 writer adds them up per shard in the index, with ``speech_items`` from ``scrub_words``.
@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.faces import FACE_DETECTOR_VERSION, BlazeFaceDetector
-from egohorizon.pipelines.screen_text import (  # noqa: F401  (public names of this module before the move)
+from egohorizon.data.deid.faces import FACE_DETECTOR_VERSION, BlazeFaceDetector
+from egohorizon.data.deid.screen_text import (  # noqa: F401  (public names of this module before the move)
     SCREEN_TEXT_VERSION,
     OcrWord,
     ScreenTextMasker,
@@ -35,7 +35,7 @@ from egohorizon.pipelines.screen_text import (  # noqa: F401  (public names of t
     run_tesseract,
     sensitive_boxes,
 )
-from egohorizon.pipelines.sensitive import (  # noqa: F401
+from egohorizon.data.deid.sensitive import (  # noqa: F401
     DATE_LIKE,
     MIN_PHONE_DIGITS,
     SENSITIVE_PATTERNS,
@@ -43,7 +43,7 @@ from egohorizon.pipelines.sensitive import (  # noqa: F401
     luhn_valid,
     sensitive_spans,
 )
-from egohorizon.pipelines.speech import scrub_words
+from egohorizon.data.deid.speech import scrub_words
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class Deidentifier:
 
     def scrub_words(self, words):
         """A recording's words with sensitive speech replaced by ``[kind]``, and the number of items
-        (``egohorizon.pipelines.speech``); the words as they are when ``scrub_speech`` is off."""
+        (``egohorizon.data.deid.speech``); the words as they are when ``scrub_speech`` is off."""
         return scrub_words(words, self.classifier) if self.scrub_speech else (list(words), 0)
 
     def __call__(self, image: np.ndarray) -> tuple[np.ndarray, dict[str, int]]:

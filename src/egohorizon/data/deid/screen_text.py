@@ -7,7 +7,7 @@ Region-first (the default, ``method="regions"``):
    on one baseline are joined into lines. What is left is a few dozen candidate lines, not the frame.
 2. Each line crop is normalised (grey, dark text on light, small text upscaled to a height tesseract
    reads well, a margin) and read by tesseract as one line.
-3. Each OCR line is matched by ``egohorizon.pipelines.sensitive.SensitiveText``; the boxes of the
+3. Each OCR line is matched by ``egohorizon.data.deid.sensitive.SensitiveText``; the boxes of the
    words in a match are filled black.
 
 Tesseract is called through its C API (``libtesseract.so.5``, part of Debian's ``tesseract-ocr``) with
@@ -36,7 +36,7 @@ from typing import ClassVar
 import numpy as np
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.sensitive import SensitiveText
+from egohorizon.data.deid.sensitive import SensitiveText
 
 log = logging.getLogger(__name__)
 
@@ -299,7 +299,7 @@ def _to_frame(word: OcrWord, origin: tuple[int, int], scale: float, margin: int,
 class ScreenTextMasker:
     """``__call__(image) -> (image, masked_boxes)``: hides sensitive on-screen text (module docstring).
 
-    ``names``: the names the user lists (``egohorizon.pipelines.sensitive``); ``method``: ``regions``
+    ``names``: the names the user lists (``egohorizon.data.deid.sensitive``); ``method``: ``regions``
     (find text first, OCR only there) or ``full`` (the tesseract command on the whole frame)."""
 
     MARGIN = 10

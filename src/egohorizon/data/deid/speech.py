@@ -2,7 +2,7 @@
 
 A recording's words are joined into one text (so a phone number said as "415", "555", "0132" is one
 number, and one that spans two 30 s windows is still caught), matched by
-``egohorizon.pipelines.sensitive.SensitiveText``, and each item is replaced by ``[kind]``: the first
+``egohorizon.data.deid.sensitive.SensitiveText``, and each item is replaced by ``[kind]``: the first
 word of the item carries the placeholder and keeps the item's whole time span, the other words of the
 item are dropped. Words outside any item are kept as they are, times and speaker included. The shard
 index counts the placeholders (``deid.speech_items``).
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from egohorizon.data.ingested import Word
-from egohorizon.pipelines.sensitive import SensitiveText
+from egohorizon.data.deid.sensitive import SensitiveText
 
 
 def scrub_words(words: Sequence[Word], classifier: SensitiveText) -> tuple[list[Word], int]:

@@ -108,7 +108,7 @@ def build_pseudo_clips(shards: str | Path, labels: str | Path, out: str | Path, 
     from PIL import Image
 
     from egohorizon.data.splits import DaySplit
-    from egohorizon.pipelines.hands_frames import annotation_grid, shard_frames
+    from egohorizon.pipelines.hands.frames import annotation_grid, shard_frames
 
     if clip_s <= 0:
         raise ConfigError(f"--clip-seconds: expected > 0, got {clip_s}")

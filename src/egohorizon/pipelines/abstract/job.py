@@ -1,5 +1,5 @@
 """``egohorizon abstract``: L1 events -> an L1-L5 hierarchy, per participant and day, idempotent and
-resumable (``pipelines.abstract`` does one day; ``pipelines.abstract_results`` keeps the finished ones).
+resumable (``pipelines.abstract.day`` does one day; ``pipelines.abstract.results`` keeps the finished ones).
 
 Outputs in ``OUT``: ``days.jsonl`` (one line per finished day), ``events.jsonl`` (every level of the
 days that succeeded, regenerated from ``days.jsonl`` at the end; failed days are left out),
@@ -25,8 +25,8 @@ from egohorizon.data.figures import write_level_figures
 from egohorizon.data.hierarchy import check_hierarchy
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend
-from egohorizon.pipelines.abstract import AbstractSettings, Counts, DayFailed, abstract_day, ask_model
-from egohorizon.pipelines.abstract_results import FAILED, OK, RESULTS_FILE, DaysLog, check_provenance, is_done
+from egohorizon.pipelines.abstract.day import AbstractSettings, Counts, DayFailed, abstract_day, ask_model
+from egohorizon.pipelines.abstract.results import FAILED, OK, RESULTS_FILE, DaysLog, check_provenance, is_done
 from egohorizon.schema import Event, read_jsonl, write_jsonl
 
 log = logging.getLogger(__name__)
@@ -48,7 +48,7 @@ def make_backend(model: str, *, base_url: str | None = None, cache: Path | None 
     local model (hub id or folder) or, with ``base_url``, an OpenAI-compatible server; cached in
     ``cache/<prompt>-v<version>`` when ``cache`` is given."""
     from egohorizon.llm import make_backend as make_llm
-    from egohorizon.pipelines.caption_setup import choose_model
+    from egohorizon.pipelines.caption.setup import choose_model
     from egohorizon.prompts import load_prompt
     from egohorizon.prompts.abstract import ABSTRACT_PROMPT_NAME
 

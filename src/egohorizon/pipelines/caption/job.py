@@ -2,7 +2,7 @@
 
     shards (index.json) -> [slice I/N] -> read tar samples, skipping finished windows before decoding
       -> decode + caption_sample (the prompt the captioner was trained on) -> model
-      -> parse (metrics.caption_format) -> OUT/captions.jsonl (one line per window, append-only)
+      -> parse (formats.caption) -> OUT/captions.jsonl (one line per window, append-only)
       -> at the end: OUT/events.jsonl + OUT/scenes.jsonl, regenerated from all results
 
 Backends (``caption_runners``): an OpenAI-compatible server (images as JPEG data URLs, ``concurrency``
@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Self
 
 from egohorizon.errors import ConfigError, DataError
-from egohorizon.pipelines.caption_results import (
+from egohorizon.pipelines.caption.results import (
     FAILED,
     INPUT,
     OK,
@@ -300,7 +300,7 @@ class ShardReader:
 
 
 def make_record(outcome: Outcome, settings: CaptionSettings, provenance: dict[str, Any]) -> dict[str, Any]:
-    from egohorizon.metrics.caption_format import parse_caption_output
+    from egohorizon.formats.caption import parse_caption_output
 
     record: dict[str, Any] = {**outcome.info, "status": OK, "raw": outcome.raw, "actions": [], "scene": None,
                               "dropped": 0, "unparsed": 0, "failure": None}
@@ -390,7 +390,7 @@ class CaptionJob:
         self._write_report(report)
         failure_check(report, self.max_failures, final=True)
         if self.shard_slice is None:
-            from egohorizon.pipelines.caption_events import write_events
+            from egohorizon.pipelines.caption.events import write_events
 
             report.events = write_events(self.out_dir)
             self._write_report(report)

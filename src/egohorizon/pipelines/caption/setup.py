@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.caption import CaptionJob, CaptionSettings
+from egohorizon.pipelines.caption.job import CaptionJob, CaptionSettings
 
 log = logging.getLogger(__name__)
 
@@ -164,13 +164,13 @@ def make_runner(choice: ModelChoice, *, api_key_env: str = "OPENAI_API_KEY", con
     """The runner and its backend for ``choice``; ``answers``: the AnswerSet to decode within (local only)."""
     if choice.base_url:
         from egohorizon.llm.openai_http import OpenAIChatBackend
-        from egohorizon.pipelines.caption_runners import HTTPRunner
+        from egohorizon.pipelines.caption.runners import HTTPRunner
 
         backend = OpenAIChatBackend(choice.base_url, choice.model, api_key_env=api_key_env, timeout=timeout,
                                     max_retries=retries, max_concurrency=concurrency)
         return HTTPRunner(backend, concurrency=concurrency)
     from egohorizon.llm.vision_local import LocalVLMBackend
-    from egohorizon.pipelines.caption_runners import LocalRunner
+    from egohorizon.pipelines.caption.runners import LocalRunner
 
     if choice.adapter is not None:
         backend = LocalVLMBackend(base_model, adapter=str(choice.adapter), device=device, dtype=dtype,

@@ -3,7 +3,7 @@
 
 Each image is sent as a still clip of the length the hand VLM is trained on (``hands_demo``: 6 frames,
 one per second), the image repeated at every frame time, with the adapter's own prompt and resized by
-the adapter's processor; the box line of time 0 (``metrics.hand_format``) goes back to the image's
+the adapter's processor; the box line of time 0 (``formats.hands``) goes back to the image's
 pixels through ``backbones.boxes.ResizeMapping``. A one-frame prompt is one the model never saw in
 training: the demo-trained adapters answer it with segment lines and no box line at all (0 boxes on
 the 100 EgoHands frames). The VLM gives no confidence, so ``score`` is None.
@@ -20,7 +20,7 @@ def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | 
                    clip_frames: int = 6, clip_s: float = 6.0):
     from egohorizon.backbones.boxes import ResizeMapping
     from egohorizon.llm.vision_local import LocalVLMBackend
-    from egohorizon.metrics.hand_format import parse_hand_text
+    from egohorizon.formats.hands import parse_hand_text
     from egohorizon.prompts.hands import render_hands_prompt
     from egohorizon.run_eval import resolve_adapter
 

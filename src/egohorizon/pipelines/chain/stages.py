@@ -1,6 +1,6 @@
-"""The chain's five stages (``pipelines.chain``), each a call into the library the matching command uses:
+"""The chain's five stages (``pipelines.chain.runner``), each a call into the library the matching command uses:
 ``data.aria.ingest_aria`` / ``data.video.ingest_video``, ``data.shards.writer.build_shards``, the
-caption job (``pipelines.caption_setup.make_job``), the abstraction job (``pipelines.abstract_job``) and
+caption job (``pipelines.caption.setup.make_job``), the abstraction job (``pipelines.abstract.job``) and
 ``data.points.build_points``. Each returns a JSON-able summary for the report."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError, EgohorizonError
-from egohorizon.pipelines.chain import ChainSettings, Stage, file_digest
+from egohorizon.pipelines.chain.settings import ChainSettings, Stage, file_digest
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +154,7 @@ def digest_shards(run_dir: Path) -> str:
 
 
 def run_caption(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
-    from egohorizon.pipelines.caption_setup import make_job
+    from egohorizon.pipelines.caption.setup import make_job
 
     options = dict(settings.captioner)
     model, base_url = options.pop("model", None), options.pop("base_url", None)
@@ -171,8 +171,8 @@ def run_caption(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
 
 
 def run_abstract(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
-    from egohorizon.pipelines.abstract import AbstractSettings
-    from egohorizon.pipelines.abstract_job import AbstractJob, make_backend
+    from egohorizon.pipelines.abstract.day import AbstractSettings
+    from egohorizon.pipelines.abstract.job import AbstractJob, make_backend
 
     options = dict(settings.abstractor)
     model, base_url = options.pop("model", None), options.pop("base_url", None)

@@ -30,7 +30,7 @@ FONT_DIRS = ("/usr/share/fonts/truetype/dejavu",)
 @dataclass
 class TextItem:
     text: str
-    kind: str  # a sensitive kind (egohorizon.pipelines.sensitive.KINDS) or "distractor"
+    kind: str  # a sensitive kind (egohorizon.data.deid.sensitive.KINDS) or "distractor"
     box: tuple[int, int, int, int]  # x0, y0, x1, y1 of the ink, exclusive
     ink: np.ndarray  # bool mask of the ink inside ``box``
 
