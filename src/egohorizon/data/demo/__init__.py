@@ -14,12 +14,13 @@ picks the recorded sessions; ``build`` turns them into events, recordings and tr
 Only the standard library is imported here; PIL is imported when a frame is drawn.
 """
 
-from egohorizon.data.demo.world import DemoWorld, load_demo_world
+from egohorizon.data.demo.world import DemoWorld, read_demo_world
 from egohorizon.data.demo.writer import (
                                          default_demo_dir,
                                          ensure_demo_world,
                                          ensure_recorded_demo_world,
                                          generate_demo_world,
+                                         load_demo_world,
 )
 
 # The default folder as resolved at import; ensure_demo_world(None) re-reads $EGOHORIZON_DEMO_DIR.
@@ -27,4 +28,4 @@ DEFAULT_DEMO_DIR = default_demo_dir()
 
 __all__ = ["DEFAULT_DEMO_DIR", "DemoWorld", "default_demo_dir", "ensure_demo_world", "ensure_recorded_demo_world",
            "generate_demo_world",
-           "load_demo_world"]
+           "load_demo_world", "read_demo_world"]

@@ -111,12 +111,8 @@ def _read_transcript(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def load_demo_world(path: str | Path | None = None) -> DemoWorld:
-    """Loads a generated world; with no ``path``, the default one (generated first if needed)."""
-    if path is None:
-        from egohorizon.data.demo.writer import ensure_demo_world
-
-        path = ensure_demo_world()
+def read_demo_world(path: str | Path) -> DemoWorld:
+    """Reads a generated world from its folder (``writer.load_demo_world`` also makes the default one)."""
     path = Path(path)
     if path.is_file():  # a world's events.jsonl: "create it with demo --out events.jsonl" misled
         raise DataError(f"{path}: a file; expected a demo world folder (events.jsonl, recordings.jsonl, "

@@ -15,7 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from egohorizon.data.demo.world import FILES, DemoWorld
+from egohorizon.data.demo.world import FILES, DemoWorld, read_demo_world
 from egohorizon.schema import write_jsonl
 
 log = logging.getLogger(__name__)
@@ -130,6 +130,12 @@ def ensure_demo_world(path: str | Path | None = None, seed: int = 0, participant
                      participants, weeks, ", cue switches" if cue_switches else "")
             generate_demo_world(path, seed=seed, participants=participants, weeks=weeks, cue_switches=cue_switches)
     return path
+
+
+def load_demo_world(path: str | Path | None = None) -> DemoWorld:
+    """Loads a generated world; with no ``path``, the default one (generated first if needed). Here, not in
+    ``world``, because the default one may need writing first (``world`` stays below ``writer``)."""
+    return read_demo_world(ensure_demo_world() if path is None else path)
 
 
 def ensure_recorded_demo_world(path: str | Path | None = None) -> Path:

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -44,13 +43,14 @@ from egohorizon.data.sources._common import (
     FileIndex,
     Row,
     count_overlaps,
-    day_of,
     local_clock_seconds,
     parse_number,
     place_sessions,
     read_csv,
     sort_events,
 )
+from egohorizon.data.sources.hd_epic_narrations import build_two_levels, read_narrations
+from egohorizon.data.sources.hd_epic_records import Activity, Video, activity_meta
 from egohorizon.errors import DataError
 from egohorizon.schema import Event, Recording
 
@@ -60,38 +60,6 @@ SOURCE = "hd-epic"
 VIDEO_ID = re.compile(r"^(P\d\d)-(\d{8})-(\d{6})$")
 ACTIVITY_COLUMNS = ("video_id", "recipe_id", "high_level_activity_label", "start_time", "end_time")
 NARRATION_FILES = ("HD_EPIC_Narrations.pkl", "HD_EPIC_Narrations.csv")
-
-
-@dataclass
-class Video:
-    """A recording: its id, participant, local start time (as UTC seconds) and duration."""
-
-    id: str
-    person: str
-    start: float
-    duration: float
-    meta: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def participant(self) -> str:
-        return f"hd-{self.person}"
-
-    @property
-    def day(self) -> str:
-        return day_of(self.start)
-
-
-@dataclass
-class Activity:
-    """A high-level activity, times in seconds from the start of its video."""
-
-    id: str
-    video: str
-    start: float
-    end: float
-    label: str
-    recipe_ids: list[str]
-    meta: dict[str, Any] = field(default_factory=dict)
 
 
 def video_start(video_id: str) -> datetime | None:
@@ -114,8 +82,6 @@ def convert(root: str | Path, *, narrations: str | Path | None = None) -> Conver
     activities = _activities(index, videos, conversion, files)
     narration_path = Path(narrations) if narrations else _find_narrations(index)
     if narration_path is not None:
-        from egohorizon.data.sources.hd_epic_narrations import build_two_levels, read_narrations
-
         files["narrations"] = str(narration_path)
         items = read_narrations(narration_path, videos, conversion)
         conversion.events = build_two_levels(items, activities, videos, conversion)
@@ -235,11 +201,6 @@ def _activity_event(activity: Activity, video: Video) -> Event:
     return Event(id=activity.id, participant=video.participant, day=video.day, session=video.id, level=1,
                  start=round(video.start + activity.start, 3), end=round(video.start + activity.end, 3),
                  text=activity.label, source=SOURCE, meta=activity_meta(activity))
-
-
-def activity_meta(activity: Activity) -> dict[str, Any]:
-    return {"kind": "high_level_activity", "video_id": activity.video, "recipe_ids": activity.recipe_ids,
-            "offset_s": [activity.start, activity.end], "time_basis": LOCAL_CLOCK_AS_UTC, **activity.meta}
 
 
 def _recordings(videos: dict[str, Video], activities: list[Activity]) -> list[Recording]:

@@ -26,14 +26,12 @@ import ast
 import math
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from egohorizon.data.sources._common import LOCAL_CLOCK_AS_UTC, Conversion, Row, clock_seconds, read_csv
+from egohorizon.data.sources.hd_epic_records import Activity, Video, activity_meta
 from egohorizon.errors import DataError
 from egohorizon.schema import Event
-
-if TYPE_CHECKING:
-    from egohorizon.data.sources.hd_epic import Activity, Video
 
 REQUIRED = ("unique_narration_id", "video_id", "narration", "start_timestamp", "end_timestamp")
 OPTIONAL = ("participant_id", "nouns", "verbs", "pairs", "main_actions", "verb_classes", "noun_classes",
@@ -174,8 +172,6 @@ def build_two_levels(narrations: list[dict[str, Any]], activities: list[Activity
 
 def _group_runs(children: list[tuple[Event, Activity]], videos: dict[str, Video]) -> list[Event]:
     """Maximal runs of consecutive narrations (per participant, level-1 order) with one activity."""
-    from egohorizon.data.sources.hd_epic import activity_meta
-
     children.sort(key=lambda pair: (pair[0].participant, pair[0].start, pair[0].end, pair[0].id))
     runs: list[tuple[Activity, list[Event]]] = []
     for event, activity in children:
