@@ -1,6 +1,6 @@
 """Caption metrics (issue 11): a window's predicted timed actions against its gold L1 actions.
 
-Per window (gold ``CaptionWindow``, prediction a ``caption_format.CaptionParse`` or None):
+Per window (gold ``CaptionWindow``, prediction a ``formats.caption.CaptionParse`` or None):
 
 - **matching**: a predicted and a gold action may pair only if their temporal IoU >= ``iou_threshold``
   (0.5) and the judge accepts the texts (``egohorizon.metrics.judges``: exact, embedding, llm,
@@ -17,7 +17,7 @@ Per window (gold ``CaptionWindow``, prediction a ``caption_format.CaptionParse``
   the parser refused (bad times or text), ``unparsed`` lines that were not caption objects.
 
 - **scene**: a window with a gold ``scene`` (the demo world's place, "A, then B" when it changes;
-  ``caption_format.gold_scene``) scores its predicted scene line with the same judge as the actions
+  ``formats.caption.gold_scene``) scores its predicted scene line with the same judge as the actions
   (exact / embedding / llm): correct or not; a missing scene line is wrong. Windows without a gold
   scene are left out of it. ``scene_accuracy`` = correct / ``scene_n`` (None when no window has one).
 

@@ -1,7 +1,7 @@
 """A JSON-lines results file that one job appends to: locked while open (a second job on the same folder
 is refused), a torn last line left by a killed run cut off, each record one ``os.write`` so a kill tears
-at most the line being written. The caption job (``caption_results.ResultsLog``) and the abstraction job
-(``abstract_results.DaysLog``) read their records their own way on top of it."""
+at most the line being written. The caption job (``caption.results.ResultsLog``) and the abstraction job
+(``abstract.results.DaysLog``) read their records their own way on top of it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Level-1 events and scene records from the captioning job's results (``caption_results``).
+"""Level-1 events and scene records from the captioning job's results (``results``).
 
 ``write_events(out_dir)`` reads every results file of ``out_dir`` and (re)writes, atomically:
 

@@ -5,12 +5,12 @@
       -> parse (formats.caption) -> OUT/captions.jsonl (one line per window, append-only)
       -> at the end: OUT/events.jsonl + OUT/scenes.jsonl, regenerated from all results
 
-Backends (``caption_runners``): an OpenAI-compatible server (images as JPEG data URLs, ``concurrency``
+Backends (``runners``): an OpenAI-compatible server (images as JPEG data URLs, ``concurrency``
 requests in flight, window preparation in the worker threads overlapping the requests), or a local
 transformers VLM with or without a trained adapter (batched; a DataLoader worker process reads, decodes
 and encodes the next batches while the model generates).
 
-Idempotent and resumable (``caption_results``): a window with a line that counts is not captioned again,
+Idempotent and resumable (``results``): a window with a line that counts is not captioned again,
 a killed run loses at most the windows in flight, and nothing is written twice. Failures of single
 windows are recorded with their reason and never stop the job below ``max_failures`` (a share of the
 windows this run tried); above it the job stops with a message naming the first failures.
