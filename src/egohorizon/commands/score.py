@@ -49,6 +49,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     forecast.set_defaults(handler=run_forecast)
 
+    table = tasks.add_parser(
+        "forecast-table",
+        help="several forecasters on the same points: S_norm with paired bootstrap intervals",
+        description="Scores every --pred file (and repeat-last) on the --gold points with the same random "
+        "draws and prints one Markdown row per group and predictor: S_norm with a percentile bootstrap "
+        "interval over points and its paired difference to --baseline.",
+    )
+    table.add_argument("--gold", required=True, help="the points (.jsonl) every predictor was run on")
+    table.add_argument("--pred", action="append", required=True, metavar="NAME=FILE",
+                       help="a predictor's name and its predictions .jsonl (repeatable)")
+    table.add_argument("--baseline", default="repeat_last",
+                       help="the predictor the differences are taken to (default repeat_last, always scored)")
+    table.add_argument("--embedder", default="minilm", help="as for score forecast (default minilm)")
+    table.add_argument("--draws", type=positive_int, default=5, help="random-baseline draws per point (default 5)")
+    table.add_argument("--max-candidates", type=positive_int, default=3, help="N of best-of-N (default 3)")
+    table.add_argument("--seed", type=seed, default=0, help="seed of the random-baseline draws")
+    table.add_argument("--boot", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    table.add_argument("--out", default=None, help="write the rows as JSON here")
+    table.set_defaults(handler=run_forecast_table)
+
     qa = _task(tasks, "qa", "multiple-choice accuracy: per task, Avg, Acc, per level, invalid, chance")
     qa.add_argument(
         "--task-levels",
@@ -301,6 +321,46 @@ def _write_report(report: dict, out: str | None) -> None:
 
 
 # ------------------------------------------------------------------------------------ tasks
+
+
+def run_forecast_table(args: argparse.Namespace) -> int:
+    """Every named predictor and repeat-last on the same points (``metrics.forecast_table``)."""
+    import sys
+
+    from egohorizon.errors import ConfigError, DataError
+    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.metrics.forecast_table import compare_forecasters, format_table
+    from egohorizon.schema import ForecastPoint, ForecastPrediction
+    from egohorizon.tasks import get_task
+    from egohorizon.tasks.forecast import repeat_last_predictions
+
+    args.out = args.out or None
+    points = _load_gold(args, ForecastPoint)
+    task = get_task("forecast", num_candidates=args.max_candidates)
+    predictions: dict[str, dict] = {}
+    for spec in args.pred:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not path:
+            raise ConfigError(f"--pred {spec!r}: expected NAME=FILE")
+        if name in predictions or name == "repeat_last":
+            raise ConfigError(f"--pred {spec!r}: the name {name!r} is given twice (repeat_last is built in)")
+        records = _load(path, ForecastPrediction)
+        ids = {r.id for r in records}
+        missing = [p.id for p in points if p.id not in ids]
+        if len(missing) == len(points):
+            raise DataError(f"{path}: none of its {len(ids)} prediction ids is in {args.gold}")
+        if missing:  # scored invalid, as score forecast does; said so, never silently
+            sys.stderr.write(f"{path}: {len(missing)} of {len(points)} points have no prediction (scored invalid)\n")
+        predictions[name] = {r.id: task.parse_record(r) for r in records}
+    predictions["repeat_last"] = repeat_last_predictions(points)
+    if args.baseline not in predictions:
+        raise ConfigError(f"--baseline {args.baseline!r}: not among {list(predictions)}")
+    rows = compare_forecasters(points, predictions, get_embedder(args.embedder), baseline=args.baseline,
+                               n_random_draws=args.draws, seed=args.seed, max_candidates=args.max_candidates,
+                               n_boot=args.boot)
+    sys.stdout.write(format_table(rows, args.baseline))
+    _write_report({"rows": rows, "gold": args.gold, "pred": args.pred}, args.out)
+    return 0
 
 
 def run_forecast(args: argparse.Namespace) -> int:

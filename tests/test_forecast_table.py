@@ -1,0 +1,99 @@
+"""Several forecasters on the same points (``metrics.forecast_table``, ``score forecast-table``):
+hand-checked S_norm, one shared chance level, paired intervals, invalid counts and bad input."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from egohorizon.cli import main
+from egohorizon.metrics.embedders import ExactEmbedder
+from egohorizon.metrics.forecast_table import compare_forecasters, format_table
+from egohorizon.schema import ForecastPoint
+
+ACTIONS = ["open fridge", "take milk", "close fridge", "pour milk", "wash cup", "dry cup"]
+
+
+def points(n: int = 12) -> list[ForecastPoint]:
+    out = []
+    for i in range(n):
+        target = ACTIONS[(i + 1) % len(ACTIONS)]
+        context = [{"start": 10.0 * i, "end": 10.0 * i + 5, "text": ACTIONS[i % len(ACTIONS)]}]
+        out.append(ForecastPoint(id=f"p{i}", source="demo", participant="P1", level=1, k=1, t0=10.0 * i + 6,
+                                 context=context, targets=[target], windows=[[10.0 * i + 6, 10.0 * i + 9]]))
+    return out
+
+
+def test_rows_are_hand_checked_and_share_one_chance_level():
+    pts = points()
+    right = {p.id: [list(p.targets)] for p in pts}
+    wrong = {p.id: [["juggle"]] for p in pts}
+    half = {p.id: ([list(p.targets)] if i % 2 == 0 else None) for i, p in enumerate(pts)}
+    rows = compare_forecasters(pts, {"right": right, "wrong": wrong, "half": half, "again": dict(right)},
+                               ExactEmbedder(), baseline="wrong", n_boot=200)
+    by = {r["predictor"]: r for r in rows}
+    r = by["right"]["S_rand"]
+    assert all(row["S_rand"] == r for row in rows) and 0 < r < 1
+    # Exact embedder, K = 1: a point scores 1 when its candidate is the target, else 0.
+    assert by["right"]["S"] == 1.0 and by["right"]["S_norm"] == pytest.approx(1.0)
+    assert (by["right"]["lo"], by["right"]["hi"]) == pytest.approx((1.0, 1.0))
+    assert by["wrong"]["S"] == 0.0 and by["wrong"]["S_norm"] == pytest.approx(-r / (1 - r))
+    assert by["half"]["S"] == 0.5 and by["half"]["invalid"] == 6
+    assert by["half"]["S_norm"] == pytest.approx((0.5 - r) / (1 - r))
+    assert by["right"]["diff"] == pytest.approx(1 + r / (1 - r))
+    assert by["right"]["diff_lo"] > 0  # beats the baseline on every resample
+    assert "diff" not in by["wrong"]  # the baseline itself
+    assert by["again"]["S_norm"] == by["right"]["S_norm"]
+    table = format_table(rows, "wrong")
+    assert "| demo L1 K=1 | half | 12 | 6 | 0.500 |" in table and "(baseline)" in table
+
+
+def test_paired_interval_is_narrower_than_the_unpaired_spread():
+    pts = points()
+    right = {p.id: [list(p.targets)] for p in pts}
+    most = {p.id: ([list(p.targets)] if i != 0 else [["juggle"]]) for i, p in enumerate(pts)}
+    rows = compare_forecasters(pts, {"most": most, "right": right}, ExactEmbedder(), baseline="right", n_boot=500)
+    most_row = next(row for row in rows if row["predictor"] == "most")
+    # Same resamples: the difference is -1/(1 - S_rand) times point 0's share of a draw, never > 0.
+    assert most_row["diff_hi"] <= 0 and most_row["diff"] == pytest.approx(-(1 / 12) / (1 - most_row["S_rand"]))
+
+
+def test_unknown_baseline_is_refused():
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        compare_forecasters(points(), {"a": {}}, ExactEmbedder(), baseline="nope")
+
+
+def _write(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+
+
+def test_cli_prints_the_table_with_repeat_last(capsys, tmp_path):
+    pts = points()
+    gold = tmp_path / "points.jsonl"
+    _write(gold, [p.to_dict() for p in pts])
+    pred = tmp_path / "model.jsonl"
+    _write(pred, [{"id": p.id, "candidates": [list(p.targets)]} for p in pts[:10]])
+    out = tmp_path / "table.json"
+    code = main(["score", "forecast-table", "--gold", str(gold), "--pred", f"model={pred}",
+                 "--embedder", "exact", "--boot", "200", "--out", str(out)])
+    captured = capsys.readouterr()
+    assert code == 0
+    assert "| demo L1 K=1 | model | 12 | 2 | 0.833 |" in captured.out
+    assert "| demo L1 K=1 | repeat_last | 12 | 0 | 0.000 |" in captured.out  # the context's last action is never next
+    assert "2 of 12 points have no prediction" in captured.err
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["predictor"] for r in rows] == ["model", "repeat_last"]
+    assert np.isclose(rows[0]["diff"], rows[0]["S_norm"] - rows[1]["S_norm"])
+
+
+def test_cli_bad_input_is_named(capsys, tmp_path):
+    gold = tmp_path / "points.jsonl"
+    _write(gold, [p.to_dict() for p in points()])
+    other = tmp_path / "other.jsonl"
+    _write(other, [{"id": "x1", "candidates": [["a"]]}])
+    assert main(["score", "forecast-table", "--gold", str(gold), "--pred", "model"]) != 0
+    assert "expected NAME=FILE" in capsys.readouterr().err
+    assert main(["score", "forecast-table", "--gold", str(gold), "--pred", f"m={other}"]) != 0
+    assert "none of its 1 prediction ids" in capsys.readouterr().err
