@@ -5,6 +5,11 @@ tokenizer, the prompt's name, version and template, and what produced it), so a 
 with ``PeftModel.from_pretrained`` or ``eval.py ckpt=...`` without Lightning. Removed with its
 checkpoint. Under sharded strategies (DeepSpeed ZeRO-3) rank zero does not hold the full adapter:
 the export is skipped there and ``egohorizon export-adapter`` converts the checkpoint instead.
+
+``last.ckpt`` is the newest state after every validation, whether or not that validation entered
+the top k: Lightning 2.6's ModelCheckpoint rewrites it only when a top-k file was saved at the same
+step, so a run whose final validation did not improve kept a ``last.ckpt`` from an earlier step
+(a resume or ``export-adapter RUN`` then silently went back in training).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import shutil
 from pathlib import Path
 
 from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.trainer.states import TrainerFn
 
 from egohorizon.strategies import is_sharded_strategy
 
@@ -26,6 +32,33 @@ def adapter_dir_for(checkpoint_path: str | Path) -> Path:
 
 
 class AdapterCheckpoint(ModelCheckpoint):
+    _last_saved_at_step: int | None = None  # global step of the newest last.ckpt written by this run
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        super().on_validation_end(trainer, pl_module)
+        if not self._should_save_on_train_epoch_end(trainer):
+            self._refresh_last(trainer)
+
+    def on_train_epoch_end(self, trainer, pl_module) -> None:
+        super().on_train_epoch_end(trainer, pl_module)
+        if self._should_save_on_train_epoch_end(trainer):
+            self._refresh_last(trainer)
+
+    def _refresh_last(self, trainer) -> None:
+        """Writes last.ckpt at this step where the parent's top-k logic did not (see the module doc)."""
+        if self.save_last is not True or trainer.fast_dev_run or trainer.sanity_checking:
+            return  # save_last="link" points at the newest top-k file by design
+        if trainer.state.fn != TrainerFn.FITTING or self._last_saved_at_step == trainer.global_step:
+            return
+        if trainer.global_step == 0:
+            return  # nothing trained yet
+        self._save_last_checkpoint(trainer, self._monitor_candidates(trainer))
+
+    def _save_last_checkpoint(self, trainer, monitor_candidates) -> None:
+        super()._save_last_checkpoint(trainer, monitor_candidates)
+        if self.save_last:
+            self._last_saved_at_step = trainer.global_step
+
     def _save_checkpoint(self, trainer, filepath: str) -> None:
         super()._save_checkpoint(trainer, filepath)
         if not hasattr(trainer.lightning_module, "save_adapter"):
