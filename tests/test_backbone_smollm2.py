@@ -224,7 +224,7 @@ def test_the_backbone_config_instantiates_with_the_cache_under_paths_cache_dir(t
             "train",
             ["experiment=forecast_l3", "backbone=smollm2_135m", f"paths.cache_dir={tmp_path}", "paths.run_dir=x"],
         )
-    validate_config(cfg)  # model.generation.num_beams: null (only finetune/tiny.yaml sets beams) passes
+    validate_config(cfg)  # the experiment's beams under another backbone pass
     backbone = instantiate(cfg.backbone, _convert_="all")  # cheap: nothing converted yet
     assert isinstance(backbone, GGUFBackbone) and backbone.cache_dir == tmp_path / "backbones"
     assert list(tmp_path.iterdir()) == []

@@ -206,6 +206,10 @@ def build_eval_model(cfg: DictConfig, datamodule):
             adapter=str(adapter),
             lora=None,
             prompt=datamodule.prompt_name,
+            generation=adapter_generation(
+                OmegaConf.to_container(cfg.model.generation, resolve=True), meta.get("generation"),
+                command_line_keys("model.generation"),
+            ),
             _convert_="all",
         )
     else:
@@ -219,6 +223,37 @@ def build_eval_model(cfg: DictConfig, datamodule):
     datamodule.set_tokenizer(backbone.load_tokenizer())
     datamodule.set_processor(backbone.load_processor())  # as in training: None for a text-only backbone
     return model
+
+
+def adapter_generation(configured: dict[str, Any], recorded: dict[str, Any] | None,
+                       overridden: set[str] | None) -> dict[str, Any]:
+    """How a trained adapter decodes in ``eval.py``: as it was validated in its run (the decoding
+    recorded beside it), with only the keys the user set on the command line changed, and this
+    evaluation's seed. Without a record (older adapters) or outside a Hydra run (``overridden`` None:
+    a config composed in code means what it says), the configured decoding as is."""
+    if not recorded or overridden is None or "*" in overridden:
+        return configured
+    generation = {**recorded, **{k: v for k, v in configured.items() if k in overridden}}
+    if "seed" in configured:
+        generation["seed"] = configured["seed"]
+    return generation
+
+
+def command_line_keys(prefix: str) -> set[str] | None:
+    """Keys under ``prefix`` that this Hydra run's command line sets (``model.generation.num_beams=1``
+    gives ``num_beams``; ``model.generation={...}`` gives ``{"*"}``); None outside a Hydra run."""
+    from hydra.core.hydra_config import HydraConfig
+
+    if not HydraConfig.initialized():
+        return None
+    keys: set[str] = set()
+    for override in HydraConfig.get().overrides.task:
+        name = override.split("=", 1)[0].lstrip("+~")
+        if name == prefix:
+            return {"*"}  # the whole block replaced
+        if name.startswith(prefix + "."):
+            keys.add(name[len(prefix) + 1:].split(".", 1)[0])
+    return keys
 
 
 def _warn_on_data_mismatch(trained: dict[str, Any], datamodule) -> None:
