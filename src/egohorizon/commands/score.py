@@ -334,7 +334,6 @@ def run_forecast_table(args: argparse.Namespace) -> int:
     from egohorizon.tasks import get_task
     from egohorizon.tasks.forecast import repeat_last_predictions
 
-    args.out = args.out or None
     points = _load_gold(args, ForecastPoint)
     task = get_task("forecast", num_candidates=args.max_candidates)
     predictions: dict[str, dict] = {}
