@@ -334,6 +334,7 @@ def run_forecast_table(args: argparse.Namespace) -> int:
     from egohorizon.tasks import get_task
     from egohorizon.tasks.forecast import repeat_last_predictions
 
+    _check_out(args.out)  # before any scoring, as the other score commands do
     points = _load_gold(args, ForecastPoint)
     task = get_task("forecast", num_candidates=args.max_candidates)
     predictions: dict[str, dict] = {}
