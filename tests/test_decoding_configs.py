@@ -79,3 +79,25 @@ def test_command_line_keys_reads_the_hydra_run_overrides():
         assert command_line_keys("data") == set()
     finally:
         HydraConfig.instance().cfg = None
+
+
+def _train(overrides: list[str]) -> dict:
+    with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
+        cfg = compose("train", overrides=[*overrides, "paths.run_dir=x", "paths.cache_dir=x"])
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def test_the_large_backbones_share_one_finetune_file():
+    shared = OmegaConf.to_container(OmegaConf.load(CONF / "finetune" / "pretrained_7b_8b.yaml"))
+    for backbone in ("qwen2_5_vl_7b", "qwen3_vl_8b", "qwen3_8b"):
+        model = _train([f"backbone={backbone}"])["model"]
+        assert model["lora"] == shared["lora"], backbone
+        assert model["optimizer"]["lr"] == shared["optimizer"]["lr"], backbone
+        assert "lora" not in OmegaConf.load(CONF / "finetune" / f"{backbone}.yaml"), backbone  # only a pointer
+
+
+def test_the_gpu_trainer_is_the_cpu_one_with_its_differences():
+    cpu, gpu = _train(["trainer=cpu"])["trainer"], _train(["trainer=gpu"])["trainer"]
+    changed = {k for k in cpu.keys() | gpu.keys() if cpu.get(k) != gpu.get(k)}
+    assert changed == {"accelerator", "precision", "max_epochs", "check_val_every_n_epoch"}
+    assert (gpu["accelerator"], gpu["precision"]) == ("gpu", "bf16-true")
