@@ -37,7 +37,7 @@ def trained(tmp_path_factory):
             "data.train_stride=4", "data.max_eval_items=4", "data.val_frac=0.2", "data.test_frac=0.2",
             "logger=csv", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1",
             "+trainer.limit_train_batches=4", "model.generation.max_new_tokens=48",
-            "trainer.enable_progress_bar=false", "callbacks.abstract_eval.score_options.embedder=exact"])
+            "trainer.enable_progress_bar=false", "score_options.embedder=exact"])
     return tmp, train(cfg)
 
 

@@ -126,7 +126,7 @@ def caption_run(tmp_path_factory, repo_root):
         "data.batch_size=2", "data.eval_batch_size=2", "data.long_side=64", "data.crop_size=32", "logger=csv",
         "trainer.max_epochs=2", "trainer.check_val_every_n_epoch=1", "+trainer.limit_train_batches=2",
         "+trainer.limit_val_batches=1", "model.generation.max_new_tokens=8", "trainer.enable_progress_bar=false",
-        "callbacks.caption_eval.generate_on_validation=false", "test_after_fit=false",
+        "callbacks.generation_eval.generate_on_validation=false", "test_after_fit=false",
         "callbacks.model_checkpoint.monitor=null", "callbacks.model_checkpoint.save_top_k=-1",
         "model.optimizer.lr=5e-3",
     ]

@@ -80,7 +80,7 @@ def test_train_py_runs_two_lora_steps_on_epic_points(smollm2_backbone, shared_da
         "data.max_train_points=4", "data.max_eval_points=2", "data.n_context=5", "data.batch_size=2",
         "trainer.max_steps=2", "trainer.val_check_interval=2", "model.generation.max_new_tokens_per_action=4",
         "model.generation.num_candidates=1", "logger=csv", "trainer.enable_progress_bar=false",
-        "callbacks.forecast_eval.score_options.embedder=exact"])
+        "score_options.embedder=exact"])
     train(cfg)
     run = tmp_path / "run"
     metrics = json.loads((run / "metrics.json").read_text())

@@ -58,7 +58,7 @@ def trained(tmp_path_factory):
         "logger=csv",
         "trainer.max_epochs=2",
         "trainer.check_val_every_n_epoch=1",
-        "callbacks.forecast_eval.score_options.embedder=exact",
+        "score_options.embedder=exact",
     ]
     cfg = _compose("train", overrides)
     result = train(cfg)

@@ -264,17 +264,11 @@ def _warn_on_data_mismatch(trained: dict[str, Any], datamodule) -> None:
 
 
 def score_options(cfg: DictConfig) -> dict[str, Any]:
-    """The task's scoring options: its evaluation callback's ``score_options`` in the task's callbacks
-    config (conf/callbacks/<task>_eval.yaml), with eval.yaml's ``embedder``, ``n_random_draws`` and
-    ``seed`` replacing the ones it names (so ``embedder=exact`` reaches every task that embeds)."""
-    task = cfg.get("eval_task") or "forecast"
-    options: dict[str, Any] = {}
-    for conf in (cfg.get("callbacks") or {}).values():
-        if conf and str(conf.get("_target_", "")).endswith("GenerationEvalCallback") and conf.get("task") == task:
-            given = conf.get("score_options")  # an empty {} is falsy but still a DictConfig
-            options = OmegaConf.to_container(given, resolve=True) if given is not None else {}
-    if task == "forecast" and not options:  # a config without the task's callbacks (e.g. callbacks=none)
-        options = {"embedder": None, "n_random_draws": None, "seed": None}
+    """The task's scoring options (``score_options`` in conf/task/<task>.yaml, which the generation-eval
+    callback is configured with), with eval.yaml's ``embedder``, ``n_random_draws`` and ``seed``
+    replacing the ones it names (so ``embedder=exact`` reaches every task that embeds)."""
+    given = cfg.get("score_options")  # an empty {} is falsy but still a DictConfig
+    options = OmegaConf.to_container(given, resolve=True) if given is not None else {}
     for key in ("embedder", "n_random_draws", "seed"):
         if key in options and cfg.get(key) is not None:
             options[key] = cfg[key]
@@ -287,16 +281,14 @@ def model_evaluation(cfg: DictConfig, model, datamodule, out_dir: Path):
     task. Returns the task's ``Evaluation``; its metric keys name the evaluated split."""
     from hydra.utils import instantiate
 
-    from egohorizon.callbacks.generation_eval import GenerationEvalCallback
-
-    task = cfg.get("eval_task") or "forecast"
-    callback = GenerationEvalCallback(
-        task=task,
-        score_options=score_options(cfg),
-        n_examples=cfg.get("n_examples", 8),
-        output_dir=str(out_dir),
-        generate_on_validation=True,
-    )
+    task = cfg.eval_task
+    configured = (cfg.get("callbacks") or {}).get("generation_eval")
+    if configured is None:
+        raise ConfigError("eval: the config has no callbacks.generation_eval (conf/callbacks/default.yaml) "
+                          "to score with; leave callbacks at its default")
+    # The callback train.py ran with, as configured, writing into this evaluation's folder.
+    callback = instantiate(configured, score_options=score_options(cfg), n_examples=cfg.get("n_examples", 8),
+                           output_dir=str(out_dir), generate_on_validation=True, _convert_="all")
     trainer = instantiate(
         cfg.trainer,
         callbacks=[callback],

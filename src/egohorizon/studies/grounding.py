@@ -80,13 +80,14 @@ def _cue_flags(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
 
 def repeat_last_scores(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, dict]:
     """Per-point S of the repeat-last-K baseline (the last K context events as the one candidate), scored
-    with the embedder the baseline run was scored with (its ``forecast_eval.score_options``)."""
+    with the embedder the baseline run was scored with (its ``score_options``)."""
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts
     from egohorizon.tasks.forecast import repeat_last_predictions
 
-    callbacks = config.get("callbacks") or {}
-    options = (callbacks.get("forecast_eval") or {}).get("score_options") or {}
+    # Runs since the callbacks were unified record score_options at the top; older ones in forecast_eval.
+    legacy = ((config.get("callbacks") or {}).get("forecast_eval") or {}).get("score_options")
+    options = config.get("score_options") or legacy or {}
     ordered = list(points.values())
     report = score_forecasts(ordered, repeat_last_predictions(ordered), get_embedder(options.get("embedder", "minilm")),
                              n_random_draws=int(options.get("n_random_draws", 5)), seed=int(options.get("seed", 0)))
