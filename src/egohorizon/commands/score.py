@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands._args import bounded_float, positive_float, positive_int, seed
+from egohorizon.commands.export import FORECAST_FORMATS, QA_FORMATS, add_export_options
 
 EXAMPLES = 5  # ids shown in messages about missing or unknown predictions
 
@@ -47,6 +48,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(Levenshtein ED@Z and AUED for verb, noun, action; min over the first 5 candidates; Z = each "
         "point's K) printed next to S_norm (default: s-norm)",
     )
+    add_export_options(forecast, FORECAST_FORMATS)
     forecast.set_defaults(handler=run_forecast)
 
     table = tasks.add_parser(
@@ -96,6 +98,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "EgoMonth's other scripts), egoschema (option text, or a leading letter / 0-based digit); "
         "strict's Avg/Acc are reported beside any other mode (default: strict)",
     )
+    add_export_options(qa, QA_FORMATS)
     qa.set_defaults(handler=run_qa)
 
     segments = _task(tasks, "segments", "EgoHome permissible subsegment Jaccard and semantic F1")
@@ -367,11 +370,13 @@ def run_forecast(args: argparse.Namespace) -> int:
     """Scores forecast predictions through the forecast task of the registry (the evaluation
     callback's code): best of ``--max-candidates``, the random baseline inside the report and, with
     --repeat-last, the repeat-last-K baseline."""
+    from egohorizon.commands.export import check_exports, forecast_exports, write_exports
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.report import format_forecast
     from egohorizon.schema import ForecastPoint, ForecastPrediction
     from egohorizon.tasks import get_task
 
+    taxonomy = check_exports(args)
     task = get_task("forecast", num_candidates=args.max_candidates)
     points = _load_gold(args, ForecastPoint)
     records = _load(args.pred, ForecastPrediction)
@@ -401,17 +406,23 @@ def run_forecast(args: argparse.Namespace) -> int:
 
         report["ego4d"] = ego4d_report(points, {p.id: predictions.get(p.id) for p in points})
         text += format_ego4d(report["ego4d"])
-    return _finish(report, text, args)
+    exports = forecast_exports(args, taxonomy, points, records, predictions, report)  # refusals before writes
+    _finish(report, text, args)
+    return write_exports(exports)
 
 
 def run_qa(args: argparse.Namespace) -> int:
     import json
 
+    from egohorizon.commands.export import check_exports, qa_exports, write_exports
     from egohorizon.errors import DataError
+    from egohorizon.metrics.exports import qa_rows
+    from egohorizon.metrics.qa import item_level
     from egohorizon.metrics.report import format_qa
     from egohorizon.schema import QAItem, QAPrediction
     from egohorizon.tasks import get_task
 
+    check_exports(args)
     task = get_task("qa")  # the same parsing and scoring as the evaluation callback's
     every = _load_gold(args, QAItem)
     records = _load(args.pred, QAPrediction)
@@ -440,6 +451,8 @@ def run_qa(args: argparse.Namespace) -> int:
                 f"{args.task_levels}: expected a JSON object mapping task names to integer levels"
             )
     report = task.evaluate(items, answers, "test", task_levels=task_levels).report
+    levels = {item.id: item_level(item, task_levels) for item in items}
+    report["per_item"] = qa_rows(items, raws, answers, mode, levels, strict_answers if mode != "strict" else None)
     report["inputs"] = _reconcile([i.id for i in items], [r.id for r in records], args)
     report["inputs"].update({k: v for k, v in selection.items() if k != "other_split_ids"})
     _warn_missing(report["inputs"], "gold item")
@@ -451,7 +464,9 @@ def run_qa(args: argparse.Namespace) -> int:
                                 "strict": {k: strict[k] for k in ("Avg", "Acc", "n", "invalid")}}
         text += (f"extraction {mode}; strict: Avg {_fmt(strict['Avg'])} Acc {_fmt(strict['Acc'])} "
                  f"invalid {strict['invalid']} ({differ} of {len(raws)} replies read differently)\n")
-    return _finish(report, _selection_lines(selection) + text, args)
+    exports = qa_exports(args, items, report["per_item"], report, records, len(every))
+    _finish(report, _selection_lines(selection) + text, args)
+    return write_exports(exports)
 
 
 def _fmt(value) -> str:
