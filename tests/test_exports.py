@@ -452,6 +452,21 @@ def test_export_paths_of_the_wrong_kind_or_given_twice(tmp_path, capsys):
     assert code == 2 and "--export egomonth-csv=...: given twice" in err
 
 
+def test_an_unwritable_export_place_is_refused_before_scoring(tmp_path, capsys, monkeypatch):
+    real_write = Path.write_bytes
+
+    def read_only(self, data):  # what a read-only file system answers (chmod does not stop root)
+        if ".export.probe-" in self.name:
+            raise OSError(30, "Read-only file system")
+        return real_write(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", read_only)
+    code, _, err = run(capsys, "score", "qa", "--gold", DATA / "qa_items.jsonl", "--pred", DATA / "qa_preds.jsonl",
+                       "--export", f"egomonth-csv={tmp_path / 'a.csv'}", "--out", tmp_path / "r.json")
+    assert code == 2 and f"--export egomonth-csv={tmp_path / 'a.csv'}: cannot write there (Read-only file system)" in err
+    assert not (tmp_path / "r.json").exists()  # refused before scoring
+
+
 def test_writes_are_atomic_and_a_failed_write_is_an_error_naming_the_option(tmp_path, monkeypatch):
     path = tmp_path / "sub.json"
     exports.write_text_atomic(path, "{}\n", "--export egoschema=sub.json")

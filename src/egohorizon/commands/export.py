@@ -172,6 +172,8 @@ def check_exports(args: argparse.Namespace):
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise ConfigError(f"--export {twice[0]}=...: given twice; write one file per format")
+    for name, path in args.export:
+        _probe(path, name in FOLDER_FORMATS, f"--export {name}={path}")
     if "ego4d-lta" not in names:
         if getattr(args, "taxonomy", None):
             raise ConfigError("--taxonomy is read only by --export ego4d-lta=PATH")
@@ -182,6 +184,23 @@ def check_exports(args: argparse.Namespace):
     from egohorizon.metrics.exports import read_taxonomy
 
     return read_taxonomy(args.taxonomy)
+
+
+def _probe(path: str, folder: bool, option: str) -> None:
+    """A real write where the export will go (permissions, read-only file systems), as ``score --out`` checks."""
+    import os
+    from pathlib import Path
+
+    from egohorizon.errors import ConfigError
+
+    target = Path(path) if folder else Path(path).parent
+    probe = target / f".export.probe-{os.getpid()}"
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(f"{option}: cannot write there ({error.strerror or error})") from error
 
 
 def qa_exports(args: argparse.Namespace, items: list, rows: list, report: dict, records: list,
