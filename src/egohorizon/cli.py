@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "abstract": "egohorizon.commands.abstract",
     "pipeline": "egohorizon.commands.pipeline",
     "score": "egohorizon.commands.score",
+    "bench": "egohorizon.commands.bench",
     "export": "egohorizon.commands.export",
     "export-adapter": "egohorizon.commands.export_adapter",
     "compare": "egohorizon.commands.compare",

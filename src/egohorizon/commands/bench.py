@@ -1,0 +1,86 @@
+"""``egohorizon bench run DIR --model MODEL | --base-url URL --out OUT``: zero-shot evaluation of any
+model on imported benchmark items (``data convert egomonth | egoschema``), frames from the items'
+own videos, resumable per item (``egohorizon.bench``; docs/benchmarks.md, "Zero-shot runs")."""
+
+from __future__ import annotations
+
+import argparse
+
+from egohorizon.commands._args import fraction, nonneg_int, out_dir, positive_float, positive_int, seed
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("bench", help="zero-shot runs of any model on imported benchmark items")
+    sub = parser.add_subparsers(dest="bench_command", metavar="SUBCOMMAND", required=True)
+    run = sub.add_parser(
+        "run", help="answer a converted benchmark's items from their own videos and score them",
+        description="For each item of DIR/qa.jsonl (the --out folder of `egohorizon data convert egomonth|"
+                    "egoschema`), in file order: frames decoded from the item's videos (PyAV), sampled by the "
+                    "protocol's rule; the protocol's prompt; the model's greedy reply; the answer read by the "
+                    "chosen extraction mode and by strict extraction. One line per item is appended to "
+                    "OUT/items.jsonl, so a rerun skips finished items (a killed run resumes with the same bytes "
+                    "in the end); OUT/summary.json and the printed table give accuracy per task type, level and "
+                    "difficulty, Avg (macro over task types) and Acc (micro). A text-only model (or --blind) "
+                    "gets no frames and the run says BLIND. Exit 1: items left unfinished by model failures "
+                    "(rerun to finish); 2: bad input (named by item, field and file) or too many failures.")
+    run.add_argument("dataset", metavar="DIR", help="a `data convert egomonth|egoschema` folder, or its qa.jsonl")
+    run.add_argument("--model", required=True,
+                     help="local: a backbone config name (smollm2_135m, qwen2_5_vl_7b, ...), a model folder or "
+                          "a cached hub id; with --base-url the served model's name")
+    run.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1 (frames go as "
+                                        "JPEG data URLs)")
+    run.add_argument("--out", required=True, type=out_dir, help="output folder (items.jsonl, summary.json)")
+    run.add_argument("--protocol", choices=("paper", "egohorizon"), default="paper",
+                     help="paper: EgoMonth's Qwen3-VL-8B script (frames split over the videos by duration, its "
+                          "prompt, its extraction); egohorizon: frames spread uniformly, the project's qa prompt, "
+                          "strict extraction (default paper)")
+    run.add_argument("--extraction", choices=("strict", "egomonth-cs", "egomonth-upper", "egoschema"),
+                     help="--protocol paper: how a reply becomes a letter (default: egomonth-cs for EgoMonth items, "
+                          "egoschema for EgoSchema's); strict is always reported beside it")
+    run.add_argument("--limit", type=positive_int, help="the first N items of the file (default: all)")
+    run.add_argument("--max-frames", type=positive_int, default=256,
+                     help="frame budget per item: the script's 256 under paper (each video at least min(4, N)); "
+                          "at most N at 1 fps under egohorizon; a few for a CPU run")
+    run.add_argument("--long-side", type=nonneg_int, default=448,
+                     help="frames downscaled to this long side in px before JPEG encoding; 0: as decoded")
+    run.add_argument("--blind", action="store_true",
+                     help="no frames: the question and options only (a local text-only model is always blind)")
+    run.add_argument("--videos", help="the folder evidence videos are relative to (default: each item's "
+                                      "meta.videos_root; EgoSchema items carry none)")
+    run.add_argument("--max-new-tokens", type=positive_int, default=32, help="most tokens per reply (the script's 32)")
+    run.add_argument("--seed", type=seed, default=0, help="passed to the backend (decoding is greedy)")
+    run.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to a --base-url server")
+    run.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply")
+    run.add_argument("--device", help="local model: torch device (default: cuda when available, else cpu)")
+    run.add_argument("--dtype", help="local model: torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
+    run.add_argument("--max-failures", type=fraction, default=0.05,
+                     help="share of items that may fail (bad video, model error) before the run fails, 0-1")
+    run.add_argument("--retry-failed", action="store_true",
+                     help="answer again the items whose videos failed before (after fixing the files)")
+    run.set_defaults(handler=run_bench)
+
+
+def run_bench(args: argparse.Namespace) -> int:
+    import sys
+
+    from egohorizon.bench.results import format_summary
+    from egohorizon.bench.run import BenchSettings, check_failures
+    from egohorizon.bench.run import run_bench as bench
+
+    settings = BenchSettings(protocol=args.protocol, extraction=args.extraction, max_frames=args.max_frames,
+                             long_side=args.long_side or None, blind=args.blind, max_new_tokens=args.max_new_tokens,
+                             seed=args.seed, videos_root=args.videos, limit=args.limit,
+                             max_failures=args.max_failures, retry_failed=args.retry_failed,
+                             concurrency=args.concurrency)
+    if args.base_url:
+        options = {"timeout": args.timeout}
+    else:
+        options = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
+    summary, timing = bench(args.dataset, args.out, args.model, base_url=args.base_url, settings=settings,
+                            backend_options=options)
+    sys.stdout.write(format_summary(summary))
+    rate = f", {timing['items_per_s']:.3f} items/s" if timing["items_per_s"] else ""
+    print(f"{timing['tried']} items answered in this run in {timing['wall_s']:.1f} s{rate}; {args.out}/summary.json",
+          file=sys.stderr)
+    check_failures(summary, args.max_failures)
+    return 1 if summary["unfinished"] else 0
