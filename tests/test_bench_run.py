@@ -345,6 +345,12 @@ def test_server_run_frames_extraction_and_summary_by_hand(bench_data, fixed_serv
     assert summary["read_differently"] == 3 and summary["input_failures"][0]["id"] == "021/5"
     assert "egomonth-cs: Avg 0.6000 Acc 0.6667 invalid 2" in printed and "strict: Avg 0.5000 Acc 0.5000" in printed
     assert "input failures (scored invalid): 1" in printed
+    # The lines are score qa predictions: the same figures from `score qa --extraction egomonth-cs`.
+    assert cli.main(["score", "qa", "--gold", str(folders["all"] / "qa.jsonl"), "--pred", str(out / "items.jsonl"),
+                     "--extraction", "egomonth-cs", "--out", str(tmp_path / "report.json")]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert (report["Acc"], report["Avg"], report["invalid"]) == (cs["Acc"], cs["Avg"], cs["invalid"])
+    capsys.readouterr()
 
     # The default --max-failures (5%): the broken video fails the run, by file, after the summary is written.
     assert _bench(*args) == 2
