@@ -222,8 +222,9 @@ def test_tiny_vlm_end_to_end_rerun_and_resume_give_the_same_bytes(bench_data, ti
     assert [r["id"] for r in rows] == [f"021/{k}" for k in range(5)]
     # --max-frames 4: one video 4 frames; two videos 4 each (the floor); frames from both codecs
     assert [r["n_frames"] for r in rows] == [4, 8, 8, 4, 8]
-    assert [len(sizes) for sizes in seen] == [4, 8, 8, 4, 8]  # the frames reached the model, 64 px long side
-    assert seen[1] == [(64, 64)] * 4 + [(64, 48)] * 4 and seen[3] == [(64, 48)] * 4
+    # The model loaded first ("Hello", no images), then the frames reached it, 64 px on the long side.
+    assert [len(sizes) for sizes in seen] == [0, 4, 8, 8, 4, 8]
+    assert seen[2] == [(64, 64)] * 4 + [(64, 48)] * 4 and seen[4] == [(64, 48)] * 4
     assert rows[1]["frames"] == [{"video": "021/day01_a.mp4", "indices": [0, 10, 21, 31], "t": [0.0, 2.5, 5.25, 7.75]},
                                  {"video": "021/day01_b.mp4", "indices": [0, 4, 7, 11], "t": [0.0, 1.0, 1.75, 2.75]}]
     from egohorizon.metrics.extraction import extract
@@ -254,7 +255,9 @@ def test_tiny_vlm_end_to_end_rerun_and_resume_give_the_same_bytes(bench_data, ti
     assert "cut off a partial last line" in caplog.text and "3 to go" in caplog.text
     assert {name: (resumed / name).read_bytes() for name in before} == before
 
-    # Another model or protocol into the same folder is refused, naming the difference.
+    # A wrong model name ends before OUT is touched; another setting into the same folder is refused.
+    assert _bench(*[tmp_path / "no-such-model" if a == tiny_vlm else a for a in args], "--out", tmp_path / "bad") == 2
+    assert "cannot load model" in capsys.readouterr().err and not (tmp_path / "bad").exists()
     assert _bench(*args[:-2], "--max-new-tokens", "5", "--out", first) == 2
     assert "max_new_tokens: 6 there, 5 now" in capsys.readouterr().err
 

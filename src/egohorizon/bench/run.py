@@ -36,6 +36,7 @@ from egohorizon.bench.results import (
     ItemsLog,
     check_provenance,
     is_done,
+    read_rows,
     summarize,
     write_summary,
 )
@@ -288,6 +289,8 @@ def outcomes(backend, items: Sequence[QAItem], preparer: Preparer, settings: Ben
         if outcome.failure is None:
             try:
                 outcome.text = generate(backend, prompt, settings)
+            except ConfigError:  # the model cannot be loaded at all: not this item's failure
+                raise
             except Exception as error:  # noqa: BLE001 - one item's model failure; the run decides when to stop
                 outcome.model_error = f"{type(error).__name__}: {error}"
         return outcome
@@ -334,6 +337,10 @@ def run_bench(dataset: str | Path, out: str | Path, model: str, *, base_url: str
            "sampling": {"rule": None if blind else SAMPLING[settings.protocol], "max_frames": settings.max_frames,
                         "long_side": settings.long_side or None}}
     out = Path(out)
+    if not base_url and any(not is_done(r, settings.retry_failed) for r in
+                            (read_rows(out / ITEMS_FILE)[0].get(i.id) for i in items)):
+        # Load the local model before OUT is touched: a wrong --model ends here, with nothing written.
+        generate(backend, "Hello", BenchSettings(max_new_tokens=1))
     started = time.perf_counter()
     counts = {"tried": 0, "answered": 0, "input": 0, "model": 0}
     with ItemsLog(out / ITEMS_FILE) as results:
