@@ -116,7 +116,7 @@ ARIA = "projectaria-tools-testdata/derived_frames"
 ENCODERS = {"libx264": {"preset": "ultrafast"}, "libvpx-vp9": {"deadline": "realtime", "cpu-used": "8"}}
 
 
-def _clip(path: Path, frames: list[Path], encoder: str, size=(96, 96), per_frame=4, fps=4):
+def _clip(path: Path, frames: list[Path], encoder: str, size=(96, 96), per_frame=4, fps=4, gop=None):
     """Each real frame shown for ``per_frame`` frames at ``fps``: a clip of len(frames) * per_frame / fps s."""
     import av
     from PIL import Image
@@ -126,6 +126,8 @@ def _clip(path: Path, frames: list[Path], encoder: str, size=(96, 96), per_frame
         stream = container.add_stream(encoder, rate=fps)
         stream.width, stream.height, stream.pix_fmt = *size, "yuv420p"
         stream.options = ENCODERS[encoder]
+        if gop:
+            stream.codec_context.gop_size = gop
         for frame in frames:
             image = np.asarray(Image.open(frame).convert("RGB").resize(size))
             for _ in range(per_frame):
@@ -175,6 +177,24 @@ def bench_data(tmp_path_factory, shared_data):
                          "--out", str(tmp / f"{name}_dir")]) == 0
         folders[name] = tmp / f"{name}_dir"
     return tmp, videos, folders
+
+
+@pytest.mark.parametrize("encoder", sorted(ENCODERS))
+def test_frames_by_index_equal_a_full_decode_also_after_seeking(shared_data, tmp_path, encoder):
+    import av
+
+    from egohorizon.bench.video import probe, read_frames
+
+    path = tmp_path / "clip.mp4"  # 18 s at 4 fps, a keyframe every 2 s: frames 3 s apart are reached by seeking
+    _clip(path, sorted((shared_data / ARIA).glob("*camera-rgb_*.jpg"))[:9], encoder, per_frame=8, gop=8)
+    info = probe(path)
+    with av.open(str(path)) as container:
+        every = [frame.to_ndarray(format="rgb24") for frame in container.decode(video=0)]
+    assert (info.frames, info.fps) == (len(every), 4.0) == (72, 4.0)
+    for indices in ([0, 71], [5, 30, 31, 70], [13, 13, 14], list(range(0, 72, 7))):
+        got = read_frames(path, indices, info)
+        assert all(np.array_equal(frame, every[i]) for frame, i in zip(got, indices, strict=True)), indices
+    assert read_frames(path, [40], info, long_side=48)[0].shape == (48, 48, 3)
 
 
 def _bench(*argv) -> int:
