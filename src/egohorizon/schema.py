@@ -884,20 +884,14 @@ def dumps(record: Record | dict[str, Any]) -> str:
 
 def write_jsonl(path: str | os.PathLike, records: Iterable[Record | dict[str, Any]]) -> int:
     """Writes atomically (temp file + rename) so a crash never leaves half a file; returns the count."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    from egohorizon.atomic_files import atomic_open
+
     count = 0
-    try:
-        with open(tmp, "w", encoding="utf-8") as handle:
-            for record in records:
-                handle.write(dumps(record))
-                handle.write("\n")
-                count += 1
-        os.replace(tmp, path)
-    except BaseException:  # Ctrl-C or an error mid-write: no half file left beside the output (issue 22)
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_open(path) as handle:  # Ctrl-C or an error mid-write: no half file left (issue 22)
+        for record in records:
+            handle.write(dumps(record))
+            handle.write("\n")
+            count += 1
     return count
 
 

@@ -25,11 +25,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.errors import ConfigError
 from egohorizon.pipelines.append_log import LockedAppendLog
 from egohorizon.schema import QAItem
@@ -143,13 +143,7 @@ def summarize(items: Sequence[QAItem], rows: Mapping[str, Mapping[str, Any]], ru
 
 def write_summary(out: Path, summary: Mapping[str, Any]) -> Path:
     path = out / SUMMARY_FILE
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    try:
-        tmp.write_text(json.dumps(summary, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    write_json_atomic(path, summary)
     return path
 
 

@@ -303,22 +303,18 @@ def _finish(report: dict, text: str, args) -> int:
 
 def _write_report(report: dict, out: str | None) -> None:
     """Writes the report atomically (a temporary file, then a rename) and says where."""
-    import json
-    import os
     import sys
     from pathlib import Path
 
     from egohorizon.errors import ConfigError
 
     if out:
+        from egohorizon.atomic_files import write_json_atomic
+
         path = Path(out)
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
+            write_json_atomic(path, report, indent=2)
         except OSError as error:  # e.g. a read-only file system, which _check_out cannot see
-            tmp.unlink(missing_ok=True)
             raise ConfigError(f"--out {path}: cannot write the report ({error.strerror or error})") from error
         sys.stdout.write(f"report written to {path}\n")
 

@@ -83,7 +83,7 @@ class AnswerSet:
 
 def write_answer_set(folder: str | Path, answer_set: AnswerSet) -> Path:
     """``folder/answer_set.json``, written atomically."""
-    from egohorizon.data.shards.index import write_json_atomic
+    from egohorizon.atomic_files import write_json_atomic
 
     path = Path(folder) / ANSWER_SET_FILE
     write_json_atomic(path, {"format": ANSWER_SET_FORMAT, "version": ANSWER_SET_VERSION,

@@ -39,18 +39,13 @@ EXAMPLES = 5  # examples named in a message
 def write_text_atomic(path: str | os.PathLike, text: str, what: str) -> Path:
     """Writes ``text`` to ``path`` through a temporary file and a rename, so a crash never leaves half
     a submission; ``what`` names the output in the error (``--export egoschema=sub.json``)."""
+    from egohorizon.atomic_files import write_text_atomic as write
+
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(text, encoding="utf-8", newline="")
-        os.replace(tmp, path)
+        write(path, text)
     except OSError as error:
-        tmp.unlink(missing_ok=True)
         raise ConfigError(f"{what}: cannot write {path} ({error.strerror or error})") from error
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
     return path
 
 

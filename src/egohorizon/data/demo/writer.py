@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.data.demo.world import FILES, DemoWorld, read_demo_world
 from egohorizon.schema import write_jsonl
 
@@ -67,9 +68,7 @@ def build_demo_world(out: str | Path | None = None, seed: int = 0, participants:
         demo_cues.write_cues(out, cues)
         meta["cue_switches"] = {**demo_cues.settings(), "cues": len(cues)}
     meta["generation_s"] = round(time.perf_counter() - began, 2)
-    tmp = out / f".world.json.tmp-{os.getpid()}"
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out / "world.json")
+    write_json_atomic(out / "world.json", meta, indent=2)
     log.info("demo world written to %s in %.1f s (%d events, %d sessions)", out, meta["generation_s"],
              len(records.events), len(records.recordings))
     return DemoWorld(out, records.events, records.recordings, records.transcript, meta, cues=cues)

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.errors import DataError
 
 INDEX_FILE = "index.json"
@@ -188,9 +189,3 @@ def is_inside(relpath: str) -> bool:
     pure = PurePosixPath(relpath.replace("\\", "/"))
     return not pure.is_absolute() and ".." not in pure.parts and ":" not in relpath
 
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)

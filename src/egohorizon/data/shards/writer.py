@@ -37,9 +37,10 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.data.ingested import GAZE_STATUSES, Word
 from egohorizon.data.shards.encode import encode_window
-from egohorizon.data.shards.index import INDEX_FILE, ShardIndex, write_json_atomic
+from egohorizon.data.shards.index import INDEX_FILE, ShardIndex
 from egohorizon.data.shards.sources import RecordingSource, source_fingerprint
 from egohorizon.data.windows import (
     WINDOW_SCHEMA_VERSION,

@@ -9,7 +9,6 @@ and see the bad cell. Only the standard library is used (``csv``): the annotatio
 from __future__ import annotations
 
 import csv
-import json
 import logging
 import math
 import os
@@ -22,6 +21,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.errors import DataError
 from egohorizon.schema import SCHEMA_VERSION, Event, QAItem, Recording, remove_stale_temps, write_jsonl
 
@@ -208,13 +208,7 @@ class Conversion:
         meta = {"source": self.source, "schema_version": SCHEMA_VERSION, **self.metadata,
                 "counts": dict(sorted(self.counts.items())), "skipped": self.skipped.to_dict()}
         path = out / "metadata.json"
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_json_atomic(path, meta, indent=2)
         written["metadata"] = path
         return written
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_text_atomic
 from egohorizon.data.sources._common import Conversion
 from egohorizon.data.sources._json import Defects, read_json, type_name
 from egohorizon.errors import DataError
@@ -45,14 +46,7 @@ class EgoSchemaConversion(Conversion):
     def write(self, out: str | os.PathLike) -> dict[str, Path]:
         written = super().write(out)
         path = Path(out) / "unanswered.jsonl"
-        tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-        try:
-            tmp.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.unanswered),
-                           encoding="utf-8")
-            os.replace(tmp, path)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
+        write_text_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in self.unanswered))
         written["unanswered"] = path
         return written
 

@@ -34,6 +34,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_text_atomic
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.pipelines.caption.audit_records import AuditCaption, AuditWindow, WindowRef
 from egohorizon.schema import Event, RecordError, load_jsonl
@@ -82,10 +83,7 @@ def build_audit_page(events_path: str | os.PathLike, shards_dir: str | os.PathLi
     page = render_page(chosen, summary, title=f"Caption audit: {Path(events_path).name}", seed=seed,
                        sources={"events": str(events_path), "shards": str(index.root)})
     out_path = Path(out_path)
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(f".{out_path.name}.tmp-{os.getpid()}")
-    tmp.write_text(page, encoding="utf-8")
-    os.replace(tmp, out_path)
+    write_text_atomic(out_path, page)
     summary["bytes"] = out_path.stat().st_size
     log.info("%s: %d windows, %d captions + %d planted, %.1f MB", out_path, len(chosen), real,
              summary.get("controls", 0), summary["bytes"] / 1e6)

@@ -408,7 +408,7 @@ class CaptionJob:
                         record["failure"]["reason"][:300])
 
     def _write_report(self, report: RunReport) -> None:
-        from egohorizon.data.shards.index import write_json_atomic
+        from egohorizon.atomic_files import write_json_atomic
 
         name = "caption_run.json" if self.shard_slice is None else \
             "caption_run.part-{:04d}-of-{:04d}.json".format(*self.shard_slice)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from egohorizon.atomic_files import write_json_atomic
 from egohorizon.pipelines.chain.settings import ChainSettings, Stage
 from egohorizon.pipelines.chain.stages import default_stages
 
@@ -36,13 +36,6 @@ log = logging.getLogger(__name__)
 def fingerprint(settings: Any, upstream: str) -> str:
     text = json.dumps({"settings": settings, "upstream": upstream}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def run_chain(run_dir: str | Path, settings: ChainSettings, stages: list[Stage] | None = None,
@@ -67,11 +60,12 @@ def run_chain(run_dir: str | Path, settings: ChainSettings, stages: list[Stage] 
             summary = stage.run(run_dir, settings)
             elapsed = round(time.monotonic() - started, 2)
             upstream = stage.digest(run_dir)
-            write_json_atomic(marker_path, {"stage": stage.name, "fingerprint": expected, "digest": upstream,
-                                            "summary": summary, "elapsed_s": elapsed})
+            marker = {"stage": stage.name, "fingerprint": expected, "digest": upstream, "summary": summary,
+                      "elapsed_s": elapsed}
+            write_json_atomic(marker_path, marker, default=str)
             entry = {**summary, "status": "ran", "elapsed_s": elapsed}
         report["stages"][stage.name] = entry
         if stage.name == until:
             break
-    write_json_atomic(run_dir / "report.json", report)
+    write_json_atomic(run_dir / "report.json", report, default=str)
     return report
