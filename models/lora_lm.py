@@ -31,11 +31,11 @@ import lightning as L
 import torch
 
 from egohorizon.backbones import Backbone, needs_mm_token_type_ids
+from egohorizon.checkpoints import ADAPTER_META_FILE
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-ADAPTER_META_FILE = "egohorizon_adapter.json"
 PROMPT_FILE = "prompt.json"
 # Passed to the model as they are when a batch has them (images and their token types).
 VISION_KEYS = ("pixel_values", "image_grid_thw")

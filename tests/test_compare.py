@@ -201,11 +201,12 @@ def eval_stubs(evaluations, monkeypatch):
     """evaluate_checkpoints with the config composed for real, and the model and data stubbed: records
     what the evaluation read from the config."""
     from egohorizon import run, run_eval
+    from egohorizon.checkpoints import resolve_adapter
 
     seen = []
 
     def build_model(cfg, datamodule):
-        seen.append({"adapter": run_eval.resolve_adapter(cfg.ckpt), "points": cfg.points,
+        seen.append({"adapter": resolve_adapter(cfg.ckpt), "points": cfg.points,
                      "run_dir": cfg.paths.run_dir})
 
     def setup_run(cfg):

@@ -16,7 +16,8 @@ from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
 from egohorizon.run import evaluate, resolve_ckpt_path, train
-from egohorizon.run_eval import evaluate_run, resolve_adapter
+from egohorizon.checkpoints import resolve_adapter
+from egohorizon.run_eval import evaluate_run
 from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
 
 

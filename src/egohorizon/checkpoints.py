@@ -10,6 +10,9 @@ Two kinds of checkpoint reach here:
   with DeepSpeed's own ``zero_to_fp32`` (``get_fp32_state_dict_from_zero_checkpoint``). Lightning's
   client state (global step, hyper-parameters, ...) sits in the rank-0 model-states file.
 
+Also here, the one reader of what a trained adapter records (``egohorizon_adapter.json``) and the rules
+that lead from a ``ckpt=`` / ``--model`` target to its adapter folder and its run folder.
+
 Nothing here reads a Hydra config: the caller builds the LightningModule (``egohorizon.run`` does,
 from the run's ``config.yaml``) and ``export_adapter`` loads the weights into it and saves the adapter
 through the module's own ``save_adapter`` (adapter weights, tokenizer, prompt files).
@@ -24,13 +27,78 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from egohorizon.errors import DataError
+from egohorizon.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
 # Lightning wraps the LightningModule before handing it to DeepSpeed; its keys carry this prefix.
 DEEPSPEED_MODULE_PREFIX = "_forward_module."
 EXPORT_INFO_FILE = "export.json"
+ADAPTER_META_FILE = "egohorizon_adapter.json"  # written by models.lora_lm.LoRALanguageModule.save_adapter
+
+
+# -- adapters and their run folders -----------------------------------------------------------------
+
+
+def resolve_adapter(ckpt: str | Path) -> Path:
+    """An adapter folder from ``ckpt``: the folder itself, the ``.adapter`` beside a ``.ckpt``, or the
+    best (else last) adapter of a run folder."""
+    path = Path(ckpt)
+    if path.suffix == ".ckpt":
+        path = path.with_name(path.stem + ".adapter")
+    elif (path / "checkpoints").is_dir():
+        metrics = path / "metrics.json"
+        best = json.loads(metrics.read_text()).get("best_checkpoint") if metrics.is_file() else None
+        path = (
+            Path(best).with_name(Path(best).stem + ".adapter")
+            if best
+            else path / "checkpoints" / "last.adapter"
+        )
+    if not (path / "adapter_config.json").is_file():
+        raise ConfigError(
+            f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
+            "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder"
+        )
+    return path
+
+
+def read_adapter_meta(adapter: str | Path) -> dict[str, Any]:
+    """The adapter folder's ``egohorizon_adapter.json`` (base model, prompt, generation, data settings)."""
+    folder = Path(adapter)
+    path = folder / ADAPTER_META_FILE
+    if not (folder / "adapter_config.json").is_file():
+        raise ConfigError(f"{folder}: not a LoRA adapter folder (no adapter_config.json); pass a *.adapter "
+                          "folder saved by train.py")
+    if not path.is_file():
+        raise ConfigError(f"{path}: missing; this adapter was not saved by train.py, so its base model and "
+                          "prompt are unknown (pass --base-model and --prompt)")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise ConfigError(f"{path}: not valid JSON ({error})") from None
+
+
+def run_dir_of(path: Path) -> Path:
+    """``<run>/checkpoints/x.ckpt``, ``<run>/checkpoints/x.adapter`` and ``<run>/hpc_ckpt_1.ckpt`` all
+    belong to ``<run>``."""
+    parent = path.parent
+    return parent.parent if parent.name == "checkpoints" else parent
+
+
+def run_dir_of_target(target: str | Path) -> Path | None:
+    """The run folder a run folder, ``*.ckpt``, or adapter folder belongs to (where train.py wrote its
+    resolved ``config.yaml``); an exported adapter's ``export.json`` names its checkpoint. None when
+    no run folder can be found."""
+    path = Path(target)
+    if (path / "checkpoints").is_dir():
+        return path
+    if path.suffix == ".ckpt" or path.parent.name == "checkpoints":
+        return run_dir_of(path)
+    info = path / EXPORT_INFO_FILE
+    if info.is_file():
+        checkpoint = json.loads(info.read_text()).get("checkpoint")
+        return run_dir_of(Path(checkpoint)) if checkpoint else None
+    return None
 
 
 @dataclass

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,21 +31,15 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
+from egohorizon.checkpoints import ADAPTER_META_FILE, read_adapter_meta, resolve_adapter, run_dir_of_target
 from egohorizon.compare import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
 from egohorizon.errors import ConfigError
+from egohorizon.repo_conf import conf_dir
 
 log = logging.getLogger(__name__)
 
 # Data settings an adapter records (egohorizon_adapter.json) that change how its prompts are built.
 PROMPT_SETTINGS = ("n_context", "max_length", "use_chat_template", "eval_prompt_candidates")
-
-
-def conf_dir() -> Path:
-    """The repository's ``conf/`` (``$EGOHORIZON_CONF`` overrides)."""
-    path = Path(os.environ.get("EGOHORIZON_CONF") or Path(__file__).resolve().parents[2] / "conf")
-    if not (path / "eval.yaml").is_file():
-        raise ConfigError(f"{path}: no eval.yaml; set EGOHORIZON_CONF to the repository's conf/ folder")
-    return path
 
 
 def default_points(targets: list[str]) -> Path | None:
@@ -57,24 +50,6 @@ def default_points(targets: list[str]) -> Path | None:
         run = run_dir_of_target(target)
         if run is not None and (run / "points" / "points_test.jsonl").is_file():
             return run / "points" / "points_test.jsonl"
-    return None
-
-
-def run_dir_of_target(target: str | Path) -> Path | None:
-    """The run folder a run folder, ``*.ckpt``, or adapter folder belongs to (where train.py wrote its
-    resolved ``config.yaml``); an exported adapter's ``export.json`` names its checkpoint. None when
-    no run folder can be found."""
-    from egohorizon.run_export import run_dir_of
-
-    path = Path(target)
-    if (path / "checkpoints").is_dir():
-        return path
-    if path.suffix == ".ckpt" or path.parent.name == "checkpoints":
-        return run_dir_of(path)
-    info = path / "export.json"
-    if info.is_file():
-        checkpoint = json.loads(info.read_text()).get("checkpoint")
-        return run_dir_of(Path(checkpoint)) if checkpoint else None
     return None
 
 
@@ -147,7 +122,6 @@ def _inside(value: str, folder: Path) -> bool:
 def adapter_for(target: str, export_to: Path) -> Path:
     """An adapter folder for a run folder, ``.ckpt``, or adapter folder; a checkpoint without one beside
     it (a DeepSpeed run) is exported to ``export_to`` (a ``*.adapter`` path) first."""
-    from egohorizon.run_eval import resolve_adapter
 
     try:
         return resolve_adapter(target)
@@ -180,8 +154,7 @@ def global_step_of(adapter: Path) -> int | None:
 def adapter_data(adapter: Path) -> dict[str, Any]:
     """The data settings an adapter records (egohorizon_adapter.json) that change how its prompts are
     built: each checkpoint is prompted as it was trained."""
-    meta_file = adapter / "egohorizon_adapter.json"
-    data = (json.loads(meta_file.read_text()).get("data") or {}) if meta_file.is_file() else {}
+    data = (read_adapter_meta(adapter).get("data") or {}) if (adapter / ADAPTER_META_FILE).is_file() else {}
     return {key: data[key] for key in PROMPT_SETTINGS if key in data}
 
 

@@ -38,18 +38,11 @@ def run_answer_set(run_dir: str | Path) -> AnswerSet:
     return training_answer_set(datamodule)
 
 
-def run_dir_of_adapter(adapter: Path) -> Path:
-    """``<run>/checkpoints/x.adapter`` belongs to ``<run>``."""
-    parent = adapter.parent
-    return parent.parent if parent.name == "checkpoints" else parent
-
-
 def add_answer_set(model: str | Path, run_dir: str | Path | None = None, force: bool = False) -> dict:
     """Writes ``answer_set.json`` into the adapter ``model`` (a *.adapter folder, a .ckpt, or a run
     folder: its best adapter) from its run's training windows; returns what was written."""
+    from egohorizon.checkpoints import read_adapter_meta, resolve_adapter, run_dir_of
     from egohorizon.llm.answer_set import ANSWER_SET_FILE, read_answer_set
-    from egohorizon.llm.vision_local import read_adapter_meta
-    from egohorizon.run_eval import resolve_adapter
 
     adapter = resolve_adapter(str(model)).resolve()
     meta = read_adapter_meta(adapter)
@@ -60,7 +53,7 @@ def add_answer_set(model: str | Path, run_dir: str | Path | None = None, force: 
         existing = read_answer_set(adapter)  # a corrupt file is named here; --force writes it again
         raise ConfigError(f"{adapter / ANSWER_SET_FILE}: exists ({len(existing.answers)} answers); pass --force "
                           "to write it again")
-    answer_set = run_answer_set(run_dir or run_dir_of_adapter(adapter))
+    answer_set = run_answer_set(run_dir or run_dir_of(adapter))
     path = write_answer_set(adapter, answer_set)
     log.info("%s: %d answers of %d training windows", path, len(answer_set.answers), answer_set.training_windows)
     return {"adapter": str(adapter), **answer_set.summary(), "file": str(path)}

@@ -30,6 +30,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import write_jsonl
 
@@ -157,35 +158,13 @@ def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
         return {}
     if cfg.get("ckpt"):
         adapter = resolve_adapter(cfg.ckpt)
-        meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
+        meta = read_adapter_meta(adapter)
         prompt_file = adapter / f"{meta['prompt']['name']}.txt"
         return {"prompt": str(prompt_file)} if prompt_file.is_file() else {}
     return {"eval_prompt_candidates": int(cfg.model.generation.num_candidates)}
 
 
 # -- the model predictor ----------------------------------------------------------------------------
-
-
-def resolve_adapter(ckpt: str) -> Path:
-    """An adapter folder from ``ckpt``: the folder itself, the ``.adapter`` beside a ``.ckpt``, or the
-    best (else last) adapter of a run folder."""
-    path = Path(ckpt)
-    if path.suffix == ".ckpt":
-        path = path.with_name(path.stem + ".adapter")
-    elif (path / "checkpoints").is_dir():
-        metrics = path / "metrics.json"
-        best = json.loads(metrics.read_text()).get("best_checkpoint") if metrics.is_file() else None
-        path = (
-            Path(best).with_name(Path(best).stem + ".adapter")
-            if best
-            else path / "checkpoints" / "last.adapter"
-        )
-    if not (path / "adapter_config.json").is_file():
-        raise ConfigError(
-            f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
-            "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder"
-        )
-    return path
 
 
 def build_eval_model(cfg: DictConfig, datamodule):
@@ -197,7 +176,7 @@ def build_eval_model(cfg: DictConfig, datamodule):
 
     if cfg.get("ckpt"):
         adapter = resolve_adapter(cfg.ckpt)
-        meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
+        meta = read_adapter_meta(adapter)
         backbone = HFBackbone(path=cfg.get("base_path") or meta["base_path"])
         _warn_on_data_mismatch(meta.get("data") or {}, datamodule)
         model = instantiate(

@@ -20,16 +20,11 @@ from egohorizon.checkpoints import (
     export_adapter,
     find_checkpoint,
     read_checkpoint,
+    run_dir_of,
 )
 from egohorizon.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
-
-
-def run_dir_of(checkpoint_path: Path) -> Path:
-    """``<run>/checkpoints/x.ckpt`` and ``<run>/hpc_ckpt_1.ckpt`` both belong to ``<run>``."""
-    parent = checkpoint_path.parent
-    return parent.parent if parent.name == "checkpoints" else parent
 
 
 def base_model_of(checkpoint: Checkpoint, base_path: str | None = None) -> str:
@@ -105,8 +100,8 @@ def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = 
     from peft import PeftModel
 
     from egohorizon.backbones import HFBackbone
+    from egohorizon.checkpoints import read_adapter_meta
     from egohorizon.llm.serving import MERGED_INFO_FILE
-    from egohorizon.llm.vision_local import read_adapter_meta
 
     adapter, out = Path(adapter), Path(out)
     meta = read_adapter_meta(adapter)

@@ -174,7 +174,7 @@ def rebuild_split(config) -> DaySplit | None:
 
 def run_split_of(target: str | Path | None) -> RunSplit | None:
     """The day split of the run a run folder, ``*.ckpt`` or adapter folder belongs to (None: no run folder)."""
-    from egohorizon.compare_eval import run_dir_of_target
+    from egohorizon.checkpoints import run_dir_of_target
 
     if not target:
         return None

@@ -56,8 +56,7 @@ def adapter_base(adapter: str) -> tuple[Path, str, bool | None]:
     whether its training prompts went through the chat template: its recorded ``data.use_chat_template``
     (None: the tokenizer's template when it has one, the forecast data's rule), False (raw prompts, as
     the caption and abstract adapters are trained and as LocalVLMBackend feeds them) when not recorded."""
-    from egohorizon.llm.vision_local import read_adapter_meta
-    from egohorizon.run_eval import resolve_adapter
+    from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 
     folder = resolve_adapter(adapter).resolve()
     meta = read_adapter_meta(folder)
@@ -72,7 +71,7 @@ def backbone_config(name: str) -> Path | None:
     """``conf/backbone/<name>.yaml`` when ``name`` is a plain name and that file exists."""
     if not name.replace("_", "").replace("-", "").isalnum():
         return None
-    from egohorizon.compare_eval import conf_dir
+    from egohorizon.repo_conf import conf_dir
 
     try:
         path = conf_dir() / "backbone" / f"{name}.yaml"

@@ -159,7 +159,7 @@ def _served(model: str) -> tuple[str, str, dict[str, Any], dict[str, Any] | None
     """(model to load, served name, adapter meta, adapter config or None) of what is captioned with."""
     path = Path(model).expanduser()
     if (path / "adapter_config.json").is_file():
-        from egohorizon.llm.vision_local import read_adapter_meta
+        from egohorizon.checkpoints import read_adapter_meta
 
         meta, config = read_adapter_meta(path), _json(path / "adapter_config.json")
         why = needs_merge(config, adapter_weight_names(path))

@@ -20,34 +20,17 @@ torch, transformers and peft are imported when the model loads.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from egohorizon.checkpoints import read_adapter_meta
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend, Prompt, as_messages
 
 log = logging.getLogger(__name__)
 
-ADAPTER_META_FILE = "egohorizon_adapter.json"  # written by models.lora_lm.LoRALanguageModule.save_adapter
-
-
-def read_adapter_meta(adapter: str | Path) -> dict[str, Any]:
-    """The adapter folder's ``egohorizon_adapter.json`` (base model, prompt, generation, data settings)."""
-    folder = Path(adapter)
-    path = folder / ADAPTER_META_FILE
-    if not (folder / "adapter_config.json").is_file():
-        raise ConfigError(f"{folder}: not a LoRA adapter folder (no adapter_config.json); pass a *.adapter "
-                          "folder saved by train.py")
-    if not path.is_file():
-        raise ConfigError(f"{path}: missing; this adapter was not saved by train.py, so its base model and "
-                          "prompt are unknown (pass --base-model and --prompt)")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ConfigError(f"{path}: not valid JSON ({error})") from None
 
 
 class PromptEncoder:

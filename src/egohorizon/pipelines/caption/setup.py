@@ -50,8 +50,7 @@ def choose_model(model: str, base_url: str | None = None, task: str | None = Non
         return ModelChoice(model=model, base_url=base_url)
     path = Path(model).expanduser()
     if path.exists() and _looks_like_adapter(path):
-        from egohorizon.llm.vision_local import read_adapter_meta
-        from egohorizon.run_eval import resolve_adapter
+        from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 
         adapter = resolve_adapter(str(path)).resolve()
         choice = ModelChoice(model=model, adapter=adapter, adapter_meta=read_adapter_meta(adapter))

@@ -19,10 +19,10 @@ import numpy as np
 def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | None = None,
                    clip_frames: int = 6, clip_s: float = 6.0):
     from egohorizon.backbones.boxes import ResizeMapping
-    from egohorizon.llm.vision_local import LocalVLMBackend
+    from egohorizon.checkpoints import resolve_adapter
     from egohorizon.formats.hands import parse_hand_text
+    from egohorizon.llm.vision_local import LocalVLMBackend
     from egohorizon.prompts.hands import render_hands_prompt
-    from egohorizon.run_eval import resolve_adapter
 
     folder = resolve_adapter(str(adapter))
     backend = LocalVLMBackend(adapter=str(folder), device=device)
