@@ -1,7 +1,7 @@
 """Evaluate forecasters and baselines on held-out points: ``python eval.py ckpt=RUN_OR_ADAPTER``; any
 other task's adapter with ``python eval.py task=caption ckpt=...``.
 
-A thin Hydra entry point; the work is in ``egohorizon.run_eval``. See conf/eval.yaml, and
+A thin Hydra entry point; the work is in ``egohorizon.run.evaluation``. See conf/eval.yaml, and
 ``python eval.py +sweep=context`` / ``+sweep=levels`` for the two studies.
 """
 

@@ -83,7 +83,7 @@ class LoRALanguageModule(L.LightningModule):
         self.prompt_name = prompt
         self.model = None
         self.tokenizer = None
-        self.adapter_metadata: dict[str, Any] = {}  # set by run.py: data settings saved beside adapters
+        self.adapter_metadata: dict[str, Any] = {}  # set by egohorizon.run.setup.build_model: data settings saved beside adapters
         # Lightning checkpoints hold only trainable weights; the frozen base comes from the backbone.
         self.strict_loading = False
 

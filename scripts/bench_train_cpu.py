@@ -44,7 +44,7 @@ def compose(overrides: list[str]):
 def fresh_model(cfg, backbone, datamodule):
     import lightning as L
 
-    from egohorizon.run import build_model
+    from egohorizon.run.setup import build_model
 
     L.seed_everything(0, workers=True)
     model = build_model(cfg, backbone, datamodule)
@@ -147,7 +147,7 @@ def main() -> int:
 
     import torch
 
-    from egohorizon.run import _quiet_libraries, build_backbone, build_datamodule
+    from egohorizon.run.setup import _quiet_libraries, build_backbone, build_datamodule
 
     _quiet_libraries()
     cfg = compose(args.overrides)

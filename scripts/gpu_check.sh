@@ -97,7 +97,7 @@ except Exception as error:
     say("ckpt", False, f"{type(error).__name__}: {error}")
 
 try:
-    from egohorizon.run_export import export_run_adapter
+    from egohorizon.run.export import export_run_adapter
     adapter = export_run_adapter(run, out=run / "exported.adapter")
     info = json.loads((adapter / "export.json").read_text())
     say("export", info["kind"] == "deepspeed" and info["global_step"] == 4, f"{adapter}: {info}")

@@ -88,7 +88,7 @@ def test_the_vision_tower_learned(trained):
     """caption_demo trains the whole vision tower (modules_to_save): every one of its weights is in the
     checkpoint, and the patch embedding, every block and the merger moved from the untrained model's."""
     tmp, cfg, _ = trained
-    from egohorizon.run import build_backbone, build_datamodule, build_model
+    from egohorizon.run.setup import build_backbone, build_datamodule, build_model
 
     state = torch.load(tmp / "run" / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     vision = {k: v for k, v in state["state_dict"].items() if ".visual." in k}
@@ -108,7 +108,7 @@ def test_the_trained_captioner_reads_the_images(trained):
     tmp, cfg, _ = trained
     from hydra.utils import instantiate
 
-    from egohorizon.run import build_backbone, build_datamodule, build_model
+    from egohorizon.run.setup import build_backbone, build_datamodule, build_model
 
     datamodule = build_datamodule(cfg)
     backbone = build_backbone(cfg, datamodule)

@@ -234,7 +234,7 @@ def test_a_vision_lora_adapter_merges_into_a_bf16_model_with_the_adapters_output
     from egohorizon.backbones import load_pretrained_model
     from egohorizon.backbones.collate import VisionTextCollator
     from egohorizon.prompts.caption import IMAGE_MARK
-    from egohorizon.run_export import merge_adapter
+    from egohorizon.run.export import merge_adapter
 
     image = np.random.default_rng(0).integers(0, 255, (32, 32, 3), dtype=np.uint8)
     samples = [{"text": f"t=0s {IMAGE_MARK}\nwhat happens?", "images": [image], "target": "I look around"}]

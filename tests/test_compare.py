@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from egohorizon.compare import (
+from egohorizon.errors import ConfigError, DataError
+from egohorizon.run.comparison import (
     CompareEntry,
     checkpoint_labels,
     comparison_figure,
@@ -18,7 +19,6 @@ from egohorizon.compare import (
     write_html,
     write_json,
 )
-from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import ForecastPoint
 from egohorizon.tasks import Task
 from egohorizon.tasks.forecast import RANDOM, REPEAT_LAST, ForecastTask
@@ -105,7 +105,7 @@ def test_files_plots_and_page(entries, tmp_path):
 
 
 def test_wandb_names_groups_by_level_and_k(entries):
-    from egohorizon.compare import group_names
+    from egohorizon.run.comparison import group_names
 
     rows = comparison_rows(entries)
     assert group_names(rows, TASK) == {("demo", 3, 1): "L3_K1", ("demo", 3, 2): "L3_K2"}
@@ -156,7 +156,7 @@ def fake_run(folder, names, task="forecast"):
 
 
 def test_checkpoints_of_different_tasks_are_refused_before_any_evaluation(tmp_path):
-    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.run.comparison_eval import evaluate_checkpoints
 
     forecast = fake_run(tmp_path / "f", ["last"])
     caption = fake_run(tmp_path / "c", ["last"], task="caption")
@@ -168,7 +168,7 @@ def test_checkpoints_of_different_tasks_are_refused_before_any_evaluation(tmp_pa
 
 
 def test_a_checkpoint_without_its_run_config_needs_task(tmp_path):
-    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.run.comparison_eval import evaluate_checkpoints
 
     bare = fake_run(tmp_path / "bare", ["last"], task=None)
     with pytest.raises(ConfigError, match=r"bare: cannot tell its task .*no config.yaml.*pass --task NAME"):
@@ -186,7 +186,7 @@ class TaskWithoutCompare(ForecastTask):
 
 
 def test_a_task_without_the_compare_hooks_is_named_before_any_evaluation(tmp_path, monkeypatch):
-    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.run.comparison_eval import evaluate_checkpoints
     from egohorizon.tasks import TASKS
 
     monkeypatch.setitem(TASKS, "bare", "test_compare:TaskWithoutCompare")
@@ -200,8 +200,9 @@ def test_a_task_without_the_compare_hooks_is_named_before_any_evaluation(tmp_pat
 def eval_stubs(evaluations, monkeypatch):
     """evaluate_checkpoints with the config composed for real, and the model and data stubbed: records
     what the evaluation read from the config."""
-    from egohorizon import run, run_eval
     from egohorizon.checkpoints import resolve_adapter
+    from egohorizon.run import evaluation as run_eval
+    from egohorizon.run import setup as run
 
     seen = []
 
@@ -225,7 +226,7 @@ def eval_stubs(evaluations, monkeypatch):
 
 
 def test_checkpoint_and_points_names_reach_eval_unchanged(eval_stubs, tmp_path):
-    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.run.comparison_eval import evaluate_checkpoints
 
     run = fake_run(tmp_path / "runs" / "2024-05-01 [a,b] 'q' \"dq\" =x", CHECKPOINT_NAMES)
     points = tmp_path / "points, [held out] k=1 'v2'.jsonl"
@@ -241,7 +242,7 @@ def test_checkpoint_and_points_names_reach_eval_unchanged(eval_stubs, tmp_path):
 
 
 def test_a_malformed_set_override_is_named_not_a_traceback(eval_stubs, tmp_path):
-    from egohorizon.compare_eval import evaluate_checkpoints
+    from egohorizon.run.comparison_eval import evaluate_checkpoints
 
     run = fake_run(tmp_path / "run", ["last"])
     with pytest.raises(ConfigError, match=r"--set data.n_context=\[4: not valid eval.yaml overrides"):
@@ -276,7 +277,7 @@ def assert_table_matches(table: dict, rows: list[dict], columns: list[str]) -> N
 @pytest.mark.slow
 def test_wandb_offline_run_holds_table_and_plots(entries, tmp_path, monkeypatch):
     pytest.importorskip("wandb")
-    from egohorizon.compare import log_to_wandb, table_columns
+    from egohorizon.run.comparison import log_to_wandb, table_columns
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     rows = comparison_rows(entries)
@@ -335,8 +336,8 @@ def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root, toy_run,
     from omegaconf import open_dict
 
     from egohorizon.cli import main
-    from egohorizon.compare import table_columns
-    from egohorizon.run_eval import evaluate_run
+    from egohorizon.run.comparison import table_columns
+    from egohorizon.run.evaluation import evaluate_run
 
     run, common = toy_run
     first = run / "checkpoints" / "epoch=000-step=2.ckpt"

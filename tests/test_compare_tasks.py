@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from test_compare import assert_png_drawn, assert_table_matches, wandb_table
 
-from egohorizon.compare import (
+from egohorizon.errors import DataError
+from egohorizon.metrics.embedders import ExactEmbedder
+from egohorizon.run.comparison import (
     comparison_rows,
     entry_from_evaluation,
     headline_lines,
@@ -17,8 +19,6 @@ from egohorizon.compare import (
     table_columns,
     write_html,
 )
-from egohorizon.errors import DataError
-from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.schema import CaptionWindow
 from egohorizon.tasks import get_task
 
@@ -82,7 +82,7 @@ def test_caption_rows_hold_each_checkpoint_and_both_baselines(entries):
 
 
 def test_caption_groups_are_named_by_source(entries):
-    from egohorizon.compare import group_names
+    from egohorizon.run.comparison import group_names
 
     assert group_names(comparison_rows(entries), TASK) == {("demo",): "demo", ("lab",): "lab"}
 

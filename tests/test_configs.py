@@ -12,7 +12,7 @@ from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.run import build_callbacks, build_loggers, build_model
+from egohorizon.run.setup import build_callbacks, build_loggers, build_model
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 CONF = REPO_ROOT / "conf"

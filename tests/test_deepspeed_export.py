@@ -46,7 +46,7 @@ def build_module(run_dir: Path):
     from hydra.utils import instantiate
     from omegaconf import OmegaConf
 
-    from egohorizon.run import build_model
+    from egohorizon.run.setup import build_model
 
     cfg = OmegaConf.load(run_dir / "config.yaml")
     backbone = instantiate(cfg.backbone)

@@ -92,7 +92,7 @@ def test_loading_insists_on_every_trainable_weight():
 
 def test_export_needs_the_run_config(tmp_path):
     torch = pytest.importorskip("torch")
-    from egohorizon.run_export import export_run_adapter
+    from egohorizon.run.export import export_run_adapter
 
     (tmp_path / "checkpoints").mkdir()
     torch.save({"state_dict": {}, "global_step": 1, "egohorizon": {"backbone": {"path": "x"}}},
@@ -112,7 +112,7 @@ def test_lightning_checkpoint_of_a_toy_run_exports_through_the_cli(tmp_path, rep
     from egohorizon.backbones import load_pretrained_model
     from egohorizon.cli import main
     from egohorizon.run import train
-    from egohorizon.run_export import build_run_module
+    from egohorizon.run.export import build_run_module
 
     events = write_toy_events(tmp_path)
     overrides = ["experiment=forecast_l3", "data=forecast_events", f"data.events={events}", "data.n_context=4",

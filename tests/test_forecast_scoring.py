@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from egohorizon.metrics.embedders import get_embedder
-from egohorizon.run_eval import format_rows, group_rows
+from egohorizon.run.evaluation import format_rows, group_rows
 from egohorizon.schema import ForecastPoint, ForecastPrediction
 from egohorizon.tasks.forecast import (
     candidates_from_texts,
@@ -162,7 +162,7 @@ def test_the_objective_is_a_validation_metric_and_the_best_checkpoint_score():
     from omegaconf import OmegaConf
 
     from egohorizon.errors import ConfigError
-    from egohorizon.run import objective_value
+    from egohorizon.run.training import objective_value
 
     cfg = OmegaConf.create({"objective": "val/forecast_S_norm_L2_K1", "objective_mode": "max"})
     ranked = SimpleNamespace(monitor="val/forecast_S_norm_L2_K1", best_model_score=0.7)

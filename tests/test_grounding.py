@@ -11,8 +11,8 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from egohorizon.errors import ConfigError
-from egohorizon.studies.grounding import bootstrap, run_grounding_study, s_norm, study_rows
 from egohorizon.schema import ForecastPoint, write_jsonl
+from egohorizon.studies.grounding import bootstrap, run_grounding_study, s_norm, study_rows
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 
@@ -67,7 +67,7 @@ def _run(folder: Path, points: list[ForecastPoint], scores: dict[str, float]) ->
 
 
 def test_study_from_run_folders_through_the_sweep_entry(tmp_path):
-    from egohorizon.run_sweeps import run_sweep
+    from egohorizon.run.studies import run_sweep
 
     points = _points(30, 2)
     text = _run(tmp_path / "text", points, {p.id: 0.4 for p in points})

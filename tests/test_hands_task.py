@@ -180,7 +180,7 @@ def test_hands_demo_composes_and_instantiates(tmp_path):
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from egohorizon.run import build_callbacks, build_model
+    from egohorizon.run.setup import build_callbacks, build_model
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", ["task=hands", "experiment=hands_demo", f"paths.run_dir={tmp_path}", "logger=csv",

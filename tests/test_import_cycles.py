@@ -10,18 +10,19 @@ from conftest import REPO_ROOT
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 import import_cycles
 
-# The middle (run*.py, compare*.py, ...) is being made a package by its own step of issue 24; until then
-# its circle is the only one allowed, and only among these modules.
-MIDDLE = {"egohorizon.run", "egohorizon.run_eval", "egohorizon.run_sweeps", "egohorizon.run_export",
-          "egohorizon.run_answer_set", "egohorizon.compare", "egohorizon.compare_eval", "egohorizon.split_record",
-          "egohorizon.checkpoints", "egohorizon.strategies", "egohorizon.llm", "egohorizon.llm.local_model"}
+def test_no_import_circle_at_all():
+    """Issue 24: the middle became the egohorizon.run package, floors from setup up to dispatch."""
+    assert import_cycles.cycles(import_cycles.graph(REPO_ROOT / "src")) == []
 
 
-def test_no_circle_outside_the_run_middle():
-    circles = import_cycles.cycles(import_cycles.graph(REPO_ROOT / "src"))
-    outside = [circle for circle in circles
-               if not all(module in MIDDLE or module.startswith("egohorizon.run.") for module in circle)]
-    assert outside == []
+def test_the_run_floors_import_only_downwards():
+    floors = ["setup", "training", "evaluation", "studies", "export", "answer_set", "comparison",
+              "comparison_eval", "dispatch"]
+    edges = import_cycles.graph(REPO_ROOT / "src")
+    assert not any(f"egohorizon.run.{name}" in edges["egohorizon.run.setup"] for name in floors)
+    assert "egohorizon.run.dispatch" not in set().union(*(edges[f"egohorizon.run.{f}"] for f in floors))
+    for lower, higher in [("evaluation", "studies"), ("setup", "evaluation"), ("evaluation", "comparison_eval")]:
+        assert f"egohorizon.run.{higher}" not in edges[f"egohorizon.run.{lower}"], (lower, higher)
 
 
 def _package(tmp_path, files: dict[str, str]):

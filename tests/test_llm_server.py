@@ -206,7 +206,7 @@ def _eval_llm(tmp_path, name: str, model: str, base_url: str | None, extra: list
     from forecast_toy_world import write_toy_events
     from test_run_forecast import _compose, toy_overrides
 
-    from egohorizon.run_eval import evaluate_run
+    from egohorizon.run.evaluation import evaluate_run
 
     events = write_toy_events(tmp_path)
     overrides = [*toy_overrides(events, tmp_path, name), "predictors=[llm,repeat_last]", "embedder=exact",

@@ -79,7 +79,7 @@ def test_the_levels_study_reports_n_and_a_bootstrap_interval(levels_study):
 def test_the_levels_plot_draws_the_intervals_and_names_n(levels_study):
     from matplotlib.container import BarContainer
 
-    from egohorizon.run_sweeps import levels_figure
+    from egohorizon.run.studies import levels_figure
 
     rows = levels_study["rows"]
     fig = levels_figure(rows)
@@ -97,7 +97,7 @@ def test_a_baseline_kept_without_per_point_scores_is_rescored_to_the_same_interv
     interval is rescored with the report's own settings and comes out the same."""
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts
-    from egohorizon.run_sweeps import add_intervals
+    from egohorizon.run.studies import add_intervals
     from egohorizon.schema import ForecastPoint, load_jsonl
     from egohorizon.tasks.forecast import repeat_last_predictions
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from hydra.utils import instantiate
 
-from egohorizon.run import build_callbacks, build_model
+from egohorizon.run.setup import build_callbacks, build_model
 
 CONF = Path(__file__).resolve().parents[1] / "conf"
 

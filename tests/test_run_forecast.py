@@ -15,9 +15,10 @@ from forecast_toy_world import write_toy_events
 from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.run import evaluate, resolve_ckpt_path, train
 from egohorizon.checkpoints import resolve_adapter
-from egohorizon.run_eval import evaluate_run
+from egohorizon.run import evaluate, train
+from egohorizon.run.evaluation import evaluate_run
+from egohorizon.run.setup import resolve_ckpt_path
 from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
 
 
@@ -193,7 +194,7 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
 
 
 def test_wandb_is_offline_without_a_project_and_keeps_its_run_id(tmp_path):
-    from egohorizon.run import build_loggers
+    from egohorizon.run.setup import build_loggers
 
     cfg = _compose("train", [f"paths.run_dir={tmp_path}", "logger=default"])
     first = {type(lg).__name__: lg for lg in build_loggers(cfg, tmp_path)}

@@ -63,7 +63,7 @@ def world(tmp_path):
 def test_eval_of_a_seed_1_run_uses_its_test_days_not_eval_seeds(world, tmp_path):
     """eval.py seed=0 ckpt=<a seed-1 run>: the points come from the run's test days (before: seed 0's,
     some of them the run's training days)."""
-    from egohorizon.run_eval import build_eval_datamodule, evaluate_run
+    from egohorizon.run.evaluation import build_eval_datamodule, evaluate_run
 
     events, split1 = world
     run = fake_run(tmp_path / "run", split1)
@@ -82,7 +82,7 @@ def test_eval_of_a_seed_1_run_uses_its_test_days_not_eval_seeds(world, tmp_path)
 
 
 def test_eval_refuses_a_points_file_on_the_runs_training_days(world, tmp_path):
-    from egohorizon.run_eval import evaluate_run
+    from egohorizon.run.evaluation import evaluate_run
 
     events, split1 = world
     run = fake_run(tmp_path / "run", split1)
@@ -119,7 +119,7 @@ def test_a_run_without_a_record_has_its_split_rebuilt_from_its_config(world, tmp
 
 
 def test_a_training_datamodule_writes_its_split_with_inputs(world, tmp_path):
-    from egohorizon.run import build_datamodule, record_split
+    from egohorizon.run.setup import build_datamodule, record_split
 
     events, split1 = world
     cfg = compose_conf("train", [*data_overrides(events, tmp_path, "run"), "experiment=forecast_l3", "seed=1",
@@ -172,7 +172,7 @@ def test_property_no_scored_point_is_on_a_training_day_of_any_compared_run(first
     """For random run pairs (random day splits) and random points on the first run's days: compare's
     plan either refuses, or every point it keeps passes eval's check and none is on a training day of
     either run; and eval's check refuses any point set that touches one."""
-    from egohorizon.compare_eval import plan_held_out
+    from egohorizon.run.comparison_eval import plan_held_out
     from egohorizon.schema import ForecastPoint
 
     out = tmp_path_factory.mktemp("prop")
@@ -221,9 +221,9 @@ def test_property_no_scored_point_is_on_a_training_day_of_any_compared_run(first
 def test_compare_command_refuses_then_intersects(world, tmp_path, monkeypatch, capsys):
     """`egohorizon compare RUN_SEED0 RUN_SEED1`: exit 2 naming the leaked days; with
     --intersect-held-out every checkpoint is scored only on the shared test days and the page says so."""
-    from egohorizon import compare_eval
     from egohorizon.cli import main
-    from egohorizon.compare import CompareEntry
+    from egohorizon.run import comparison_eval as compare_eval
+    from egohorizon.run.comparison import CompareEntry
     from egohorizon.schema import ForecastPoint, load_jsonl
 
     events, split1 = world
@@ -257,7 +257,7 @@ def test_compare_command_refuses_then_intersects(world, tmp_path, monkeypatch, c
                         lambda label, path, step, task, evaluation, eval_dir: CompareEntry(
                             label, path, step, "forecast", rows=[], item_ids=["same"]))
     monkeypatch.setattr(compare_eval, "global_step_of", lambda adapter: 1)
-    from egohorizon import compare
+    from egohorizon.run import comparison as compare
 
     monkeypatch.setattr(compare, "plot_comparison", lambda rows, task, out: [])
     out = tmp_path / "shared"
@@ -319,7 +319,7 @@ def test_abstract_datamodule_takes_the_runs_split_file(tmp_path):
 
 
 def test_eval_on_other_data_than_the_run_trained_on_names_the_runs_data(world, tmp_path):
-    from egohorizon.run_eval import evaluate_run
+    from egohorizon.run.evaluation import evaluate_run
 
     events, _ = world
     run = tmp_path / "run"

@@ -178,7 +178,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def run_answer_set(args: argparse.Namespace) -> int:
-    from egohorizon.run_answer_set import add_answer_set
+    from egohorizon.run.answer_set import add_answer_set
 
     write_result(add_answer_set(args.adapter, args.run, force=args.force))
     return 0

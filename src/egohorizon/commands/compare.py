@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
     import time
     from pathlib import Path
 
-    from egohorizon.compare import (
+    from egohorizon.run.comparison import (
         baseline_notes,
         comparison_rows,
         headline_lines,
@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         write_html,
         write_json,
     )
-    from egohorizon.compare_eval import default_points, evaluate_checkpoints, plan_held_out
+    from egohorizon.run.comparison_eval import default_points, evaluate_checkpoints, plan_held_out
 
     out = Path(args.out or f"outputs/compare/{time.strftime('%Y-%m-%d_%H-%M-%S')}")
     out.mkdir(parents=True, exist_ok=True)

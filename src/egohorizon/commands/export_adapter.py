@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from egohorizon.errors import ConfigError
-    from egohorizon.run_export import export_run_adapter
+    from egohorizon.run.export import export_run_adapter
 
     if args.run_dir is None and args.ckpt is None:
         raise ConfigError("export-adapter: give a run folder, or --ckpt")
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"adapter: {folder}")
     print(f"from {info['kind']} checkpoint {info['checkpoint']} (global step {info['global_step']})")
     if args.merge:
-        from egohorizon.run_export import merge_adapter
+        from egohorizon.run.export import merge_adapter
 
         merged = merge_adapter(folder, args.out or folder.with_suffix(".merged"), args.base_path)
         print(f"merged model (bfloat16): {merged}")

@@ -66,7 +66,7 @@ def adapter_task(adapter: Path, meta: dict[str, Any]) -> str | None:
     it was trained with (``forecast``, ``forecast_visual``, ``caption``, ...); None when none tells."""
     if meta.get("task"):
         return str(meta["task"])
-    from egohorizon.compare_eval import run_config
+    from egohorizon.run.comparison_eval import run_config
 
     try:
         config = run_config(adapter)

@@ -46,7 +46,7 @@ def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | Non
     from omegaconf import OmegaConf
 
     from egohorizon.backbones import HFBackbone
-    from egohorizon.run import build_model
+    from egohorizon.run.setup import build_model
 
     config_file = run_dir / "config.yaml"
     if not config_file.is_file():
@@ -76,7 +76,7 @@ def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = Non
     # The base in bfloat16: only the trainable weights are written, and a 7B base in float32 took ~30 GB.
     module = build_run_module(run_dir, checkpoint, base_path, dtype="bfloat16")
     if getattr(module, "generation", {}).get("answer_set") == "train":  # saved beside the adapter (models.caption)
-        from egohorizon.run_answer_set import run_answer_set
+        from egohorizon.run.answer_set import run_answer_set
 
         module.set_answers(run_answer_set(run_dir))
     return export_adapter(module, checkpoint, Path(out) if out else default_export_dir(checkpoint_path))

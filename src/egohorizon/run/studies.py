@@ -68,7 +68,7 @@ def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 def _evaluate_with(
     cfg: DictConfig, run_dir: Path, tag: str, model, **data_overrides
 ) -> tuple[list[dict], Any]:
-    from egohorizon.run_eval import (
+    from egohorizon.run.evaluation import (
         build_eval_datamodule,
         build_eval_model,
         evaluate_predictors,

@@ -495,10 +495,10 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
 
 
 def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]:
-    """The configured predictors on one held-out split (the studies are ``egohorizon.run_sweeps``;
+    """The configured predictors on one held-out split (the studies are ``egohorizon.run.studies``;
     ``egohorizon.run.evaluate`` chooses between them)."""
     if run_dir is None:
-        from egohorizon.run import setup_run
+        from egohorizon.run.setup import setup_run
 
         run_dir = setup_run(cfg)
     runs = held_out_runs(cfg)

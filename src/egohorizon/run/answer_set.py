@@ -23,7 +23,7 @@ def run_answer_set(run_dir: str | Path) -> AnswerSet:
     """The training answers of the run in ``run_dir`` (its config.yaml's datamodule)."""
     from omegaconf import OmegaConf
 
-    from egohorizon.run import build_datamodule
+    from egohorizon.run.setup import build_datamodule
     from models.caption import training_answer_set
 
     config_file = Path(run_dir) / "config.yaml"

@@ -3,7 +3,7 @@ tabulate.
 
 The task comes from each checkpoint's run folder (``eval_task`` in the resolved ``config.yaml``
 train.py writes there); checkpoints of different tasks are refused. Each checkpoint is evaluated by
-``eval.py``'s own code (``egohorizon.run_eval``: adapter onto its base model, generation through
+``eval.py``'s own code (``egohorizon.run.evaluation``: adapter onto its base model, generation through
 Lightning, scoring by ``GenerationEvalCallback`` with the task), composed from ``conf/eval.yaml`` with
 ``task=<task>``, ``ckpt=<adapter>``, the first run's data settings (which fix the items: shards, day
 split, levels) and, for forecasting, ``points=<file>``, so a row here is exactly what ``python eval.py
@@ -14,8 +14,8 @@ Held-out days (``plan_held_out``): each run's day split is read from its folder
 holds out and another trained on, unless ``--intersect-held-out`` asks for the days all of them hold
 out (the points kept on them, or a split file cut to them). Every evaluation then checks each scored
 item against every compared run's training days. Checkpoints without an adapter folder beside them
-(DeepSpeed ZeRO runs) are exported first (``egohorizon.run_export``). The table, plots, page and W&B
-run are ``egohorizon.compare``'s.
+(DeepSpeed ZeRO runs) are exported first (``egohorizon.run.export``). The table, plots, page and W&B
+run are ``egohorizon.run.comparison``'s.
 
 Like ``egohorizon.run`` this module reads Hydra configs.
 """
@@ -32,9 +32,9 @@ from typing import Any
 from omegaconf import DictConfig, open_dict
 
 from egohorizon.checkpoints import ADAPTER_META_FILE, read_adapter_meta, resolve_adapter, run_dir_of_target
-from egohorizon.compare import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import conf_dir
+from egohorizon.run.comparison import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
 
 log = logging.getLogger(__name__)
 
@@ -129,7 +129,7 @@ def adapter_for(target: str, export_to: Path) -> Path:
         path = Path(target)
         if not (path.suffix == ".ckpt" or (path / "checkpoints").is_dir()):
             raise
-    from egohorizon.run_export import export_run_adapter
+    from egohorizon.run.export import export_run_adapter
 
     path = Path(target)
     run_dir, ckpt = (path, None) if (path / "checkpoints").is_dir() else (None, path)
@@ -205,7 +205,7 @@ def evaluate_checkpoint(adapter: Path, points: Path | None, run_dir: Path, overr
                         guard: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """``eval.py task=<task> ckpt=<adapter> points=<points>`` in this process; returns run_eval's result.
     ``guard``: ``{run, split_file}`` of every compared run, whose training days no scored item may be on."""
-    from egohorizon.run_eval import evaluate_run
+    from egohorizon.run.evaluation import evaluate_run
 
     cfg = eval_config(adapter, points, run_dir, overrides, task, data)
     if guard:
@@ -312,7 +312,7 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
 
 
 def _takes_split_file(config: DictConfig | None) -> bool:
-    from egohorizon.run_eval import class_arguments
+    from egohorizon.run.evaluation import class_arguments
 
     target = config.data.get("_target_") if config is not None and "data" in config else None
     return bool(target) and "split_file" in class_arguments(str(target))

@@ -1,8 +1,5 @@
-"""The one place that reads a Hydra DictConfig: build the pieces, fit, test, write the run's outputs.
-
-Small functions on purpose (``build_datamodule``, ``build_backbone``, ``build_model``,
-``build_callbacks``, ``build_loggers``, ``build_trainer``, ``fit``, ``test``, ``write_outputs``), so a
-strategy or a cluster plugin changes one of them. Everything else takes plain arguments.
+"""``python train.py``: fit on the training days, test the checkpoint chosen on validation days on the
+held-out test days, and write the run's outputs (``fit``, ``test``, ``write_outputs``).
 
 A run folder (``paths.run_dir``) holds: ``config.yaml`` (resolved), ``split.json`` (the day split it
 trained and was tested on, with its seed and input digests: ``egohorizon.split_record``), ``points/``
@@ -21,182 +18,19 @@ from omegaconf import DictConfig, OmegaConf
 
 from egohorizon.config_checks import validate_config
 from egohorizon.errors import ConfigError
+from egohorizon.run.setup import (
+    build_backbone,
+    build_callbacks,
+    build_datamodule,
+    build_loggers,
+    build_model,
+    build_trainer,
+    record_split,
+    resolve_ckpt_path,
+    setup_run,
+)
 
 log = logging.getLogger(__name__)
-
-# -- setup ------------------------------------------------------------------------------------------
-
-
-def setup_run(cfg: DictConfig) -> Path:
-    """Seeds everything, creates the run folder and writes the resolved config there (rank zero)."""
-    import lightning as L
-    from lightning.pytorch.utilities import rank_zero_only
-
-    from egohorizon.run_guard import mark_started
-
-    _quiet_libraries()
-    L.seed_everything(cfg.seed, workers=True)
-    run_dir = Path(cfg.paths.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    mark_started(run_dir)
-    if rank_zero_only.rank == 0:
-        (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    return run_dir
-
-
-def _quiet_libraries() -> None:
-    """transformers' per-call progress bars drown the training log on small models."""
-    import os
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    _route_lightning_logs_to_root()
-
-
-def _route_lightning_logs_to_root() -> None:
-    """Lightning adds its own stream handler when it is imported before logging is configured (here,
-    before Hydra's job logging); with Hydra's root handler too, every message printed twice."""
-    import logging
-
-    if not logging.getLogger().hasHandlers():
-        return
-    for name in ("lightning", "lightning.pytorch", "lightning.fabric"):
-        lightning_log = logging.getLogger(name)
-        for handler in list(lightning_log.handlers):
-            if type(handler) is logging.StreamHandler:
-                lightning_log.removeHandler(handler)
-        lightning_log.propagate = True
-
-
-# -- building ---------------------------------------------------------------------------------------
-
-
-def build_datamodule(cfg: DictConfig):
-    from hydra.utils import instantiate
-
-    datamodule = instantiate(cfg.data, _convert_="all")
-    datamodule.prepare()  # datamodules/base.py: the calls run.py makes, in order
-    return datamodule
-
-
-def record_split(cfg: DictConfig, datamodule, run_dir: Path) -> None:
-    """``split.json``: the day split the run trains and is tested on, so eval.py and compare score it on
-    its own held-out days whatever seed or data they are given (``egohorizon.split_record``)."""
-    from lightning.pytorch.utilities import rank_zero_only
-
-    from egohorizon.split_record import write_split_record
-
-    if rank_zero_only.rank == 0:
-        write_split_record(run_dir, datamodule, cfg)
-
-
-def build_backbone(cfg: DictConfig, datamodule):
-    """The backbone, prepared (the tiny one trains its tokenizer on the training text), and its
-    tokenizer and image processor (None for a text-only backbone) handed to the datamodule."""
-    from hydra.utils import instantiate
-
-    backbone = instantiate(cfg.backbone, _convert_="all")
-    backbone.prepare(corpus=datamodule.training_corpus)
-    datamodule.set_tokenizer(backbone.load_tokenizer())
-    datamodule.set_processor(backbone.load_processor())
-    return backbone
-
-
-def build_model(cfg: DictConfig, backbone, datamodule=None):
-    from hydra.utils import instantiate
-
-    model = instantiate(cfg.model, backbone=backbone, _convert_="all")
-    # the task: caption and abstract refuse another task's adapter by it (caption_setup.require_task)
-    model.adapter_metadata = {"task": cfg.get("eval_task"), "data": _data_settings(cfg), "seed": cfg.seed}
-    return model
-
-
-def _data_settings(cfg: DictConfig) -> dict[str, Any]:
-    keys = (
-        "levels",
-        "ks",
-        "n_context",
-        "prompt",
-        "eval_prompt_candidates",
-        "use_chat_template",
-        "max_length",
-        "frames_per_window",  # the captioner's frames and close-up: the offline caption job renders the same
-        "crops",
-    )
-    return {k: OmegaConf.to_container(cfg.data, resolve=True).get(k) for k in keys}
-
-
-def build_callbacks(cfg: DictConfig) -> list:
-    from hydra.utils import instantiate
-
-    return [instantiate(c) for c in (cfg.get("callbacks") or {}).values() if c and "_target_" in c]
-
-
-def build_loggers(cfg: DictConfig, run_dir: Path) -> list:
-    """CSV, W&B, ... from the logger group. W&B is offline unless a project is set, and its run id is
-    kept in ``run_dir/wandb_id`` so a resumed run continues the same W&B run."""
-    from hydra.utils import instantiate
-
-    loggers = []
-    for conf in (cfg.get("logger") or {}).values():
-        if not conf or "_target_" not in conf:
-            continue
-        if conf._target_.endswith("WandbLogger"):
-            loggers.append(instantiate(conf, **_wandb_arguments(conf, run_dir)))
-        else:
-            loggers.append(instantiate(conf))
-    return loggers
-
-
-def _wandb_arguments(conf: DictConfig, run_dir: Path) -> dict[str, Any]:
-    id_file = run_dir / "wandb_id"
-    if id_file.is_file():
-        run_id = id_file.read_text().strip()
-    else:
-        import uuid
-
-        from lightning.pytorch.utilities import rank_zero_only
-
-        run_id = uuid.uuid4().hex[:8]  # W&B accepts any short [a-z0-9] id
-        # Only rank zero logs to W&B; under srun every rank gets here at once, and another rank's id
-        # written last would send the resumed run to a new W&B run.
-        if rank_zero_only.rank == 0:
-            id_file.write_text(run_id + "\n")
-    offline = conf.get("offline")
-    return {
-        "id": run_id,
-        "resume": "allow",
-        "project": conf.get("project") or "egohorizon",
-        "offline": (conf.get("project") is None) if offline is None else bool(offline),
-    }
-
-
-def build_trainer(cfg: DictConfig, callbacks: list, loggers: list):
-    from hydra.utils import instantiate
-
-    strategy = instantiate(cfg.strategy) if cfg.get("strategy") else "auto"
-    return instantiate(cfg.trainer, callbacks=callbacks, logger=loggers or False, strategy=strategy)
-
-
-def resolve_ckpt_path(cfg: DictConfig, run_dir: Path) -> str | None:
-    """``auto``: what the run folder says to resume from (a requeued job: the newer of
-    ``checkpoints/last.ckpt`` and a Slurm ``hpc_ckpt_<n>.ckpt``), else a fresh start."""
-    from egohorizon.checkpoints import resume_checkpoint
-
-    value = cfg.get("ckpt_path")
-    if value in (None, "", "null", "none"):
-        return None
-    if value == "auto":
-        found = resume_checkpoint(run_dir)
-        if found is not None:
-            log.info("resuming from %s", found)
-        return str(found) if found is not None else None
-    if not Path(value).exists():
-        raise ConfigError(f"ckpt_path: {value} does not exist")
-    return str(value)
-
 
 # -- running ----------------------------------------------------------------------------------------
 
@@ -342,20 +176,6 @@ def train(cfg: DictConfig) -> dict[str, Any]:
     outputs = write_outputs(cfg, trainer, model, run_dir, val_losses)
     close_loggers(trainer)
     return outputs
-
-
-def evaluate(cfg: DictConfig) -> dict[str, Any]:
-    """``python eval.py``: the predictors on a held-out split, or a study (``+sweep=context|levels``).
-    Dispatching here keeps run_eval and run_sweeps from importing each other."""
-    validate_config(cfg)
-    run_dir = setup_run(cfg)
-    if cfg.get("sweep"):
-        from egohorizon.run_sweeps import run_sweep
-
-        return run_sweep(cfg, run_dir)
-    from egohorizon.run_eval import evaluate_run
-
-    return evaluate_run(cfg, run_dir)
 
 
 def close_loggers(trainer) -> None:

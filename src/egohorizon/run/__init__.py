@@ -1,0 +1,23 @@
+"""The middle of the project: what train.py, eval.py and the ``egohorizon`` commands call. The only code
+that reads a Hydra DictConfig; everything below it takes plain arguments.
+
+Floors, lowest first (each imports only the ones above it in this list, never back):
+  setup.py            seed, run folder, and one ``build_*`` per piece (datamodule, backbone, model,
+                      callbacks, loggers, trainer)
+  training.py         ``train``: fit, test the checkpoint chosen on validation, write metrics.json
+  evaluation.py       eval.py's predictors on a held-out split (a trained adapter, in context, baselines)
+  studies.py          eval.py's studies over evaluations (+sweep=context|levels|grounding)
+  export.py, answer_set.py    a run's adapter exported (export-adapter), its caption answer set
+  comparison.py, comparison_eval.py    checkpoints of one or several runs scored on the same items
+  dispatch.py         ``evaluate``: a study or an evaluation
+The face below names what the entry points use.
+"""
+
+from egohorizon.run.answer_set import add_answer_set
+from egohorizon.run.comparison_eval import evaluate_checkpoints as compare
+from egohorizon.run.dispatch import evaluate
+from egohorizon.run.export import export_run_adapter as export_adapter
+from egohorizon.run.studies import run_sweep as sweep
+from egohorizon.run.training import train
+
+__all__ = ["add_answer_set", "compare", "evaluate", "export_adapter", "sweep", "train"]
