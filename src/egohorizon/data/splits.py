@@ -52,7 +52,7 @@ STRATEGIES = ("random", "last", "official")
 SPLIT_FILE_VERSION = 1
 OFFICIAL_FIELD = "official_split"  # event.meta key of a data set's own split (strategy="official")
 OFFICIAL_VALUES = ("train", "validation")
-_CALENDAR_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # anything else is a placeholder day (schema.py)
+_CALENDAR_DAY = re.compile(r"^\d{4}-\d{2}-\d{2}$")  # anything else is a placeholder day (schema.record)
 
 
 def is_placeholder_day(day: str) -> bool:
