@@ -8,7 +8,8 @@ Four timed runs, each from the same freshly built LoRA model (seed 0) over the s
 (the datamodule's own length-bucketed ones, collected once):
   lightning fp32  trainer.fit as train.py builds it (its trainer config, no validation, checkpointing
                   or loggers: the training loop alone)
-  bare fp32       forward, backward, gradient clipping at the trainer's value and an AdamW step in a plain loop
+  bare fp32       forward, backward, gradient clipping at the trainer's value, the optimizer and learning-rate
+                  schedule of the config, stepped in a plain loop
   lightning bf16  the same fit with precision=bf16-mixed (torch.autocast to bfloat16 on the CPU)
   bare bf16       the bare loop inside torch.autocast("cpu", bfloat16)
 Each step is timed from batch start to the end of the optimizer step; the first --warmup steps are not
@@ -103,6 +104,11 @@ def bare_run(cfg, model, batches, bf16: bool) -> list[float]:
 
     params = [p for p in model.model.parameters() if p.requires_grad]
     optimizer = model.optimizer_factory(params)
+    scheduler = None
+    if model.scheduler_factory is not None:  # the same schedule Lightning steps (max_steps = the batches)
+        from models.lora_lm import build_scheduler
+
+        scheduler = build_scheduler(model.scheduler_factory, optimizer, len(batches))
     clip = cfg.trainer.get("gradient_clip_val")
     model.model.train()
     times = []
@@ -117,6 +123,8 @@ def bare_run(cfg, model, batches, bf16: bool) -> list[float]:
             torch.nn.utils.clip_grad_norm_(params, clip)
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
+        if scheduler is not None:
+            scheduler.step()
         times.append(time.perf_counter() - start)
     return times
 
