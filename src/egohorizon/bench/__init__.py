@@ -4,7 +4,10 @@
 - ``video``: frame counts and frames at indices with PyAV;
 - ``prompts``: the paper's prompt and the project's qa prompt;
 - ``results``: the append-only per-item file, the summary and its table;
-- ``run``: the run itself (local model or OpenAI-compatible server, resumable per item).
+- ``run``: the run itself (local model or OpenAI-compatible server, resumable per item);
+- ``forecast``, ``forecast_summary``: ``egohorizon bench forecast``, NextMe-800's in-context forecasting
+  protocol for any model (issue 25 item 5), resumable per point, and its summary and table.
 
-docs/benchmarks.md, "Zero-shot runs (bench run)". Importing this package imports no torch.
+docs/benchmarks.md, "Zero-shot runs (bench run)" and "NextMe in-context forecasting (bench forecast)".
+Importing this package imports no torch.
 """

@@ -254,7 +254,7 @@ def row_of(outcome: Outcome, mode: str, blind: bool, run: dict[str, Any]) -> dic
 # ------------------------------------------------------------------------------------------------ the run
 
 
-def _ordered(pool: ThreadPoolExecutor, fn, items: Sequence[QAItem], ahead: int) -> Iterator:
+def in_order(pool: ThreadPoolExecutor, fn, items: Sequence[QAItem], ahead: int) -> Iterator:
     """``fn(item)`` for every item, computed ``ahead`` items in advance, yielded in the items' order."""
     pending: deque = deque()
     for item in items:
@@ -299,9 +299,9 @@ def outcomes(backend, items: Sequence[QAItem], preparer: Preparer, settings: Ben
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bench") as pool:
         try:
             if remote:
-                yield from _ordered(pool, lambda item: ask(preparer(item)), items, 2 * workers)
+                yield from in_order(pool, lambda item: ask(preparer(item)), items, 2 * workers)
             else:
-                for prepared in _ordered(pool, preparer, items, 2):
+                for prepared in in_order(pool, preparer, items, 2):
                     yield ask(prepared)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)

@@ -1,12 +1,24 @@
 """``egohorizon bench run DIR --model MODEL | --base-url URL --out OUT``: zero-shot evaluation of any
 model on imported benchmark items (``data convert egomonth | egoschema``), frames from the items'
-own videos, resumable per item (``egohorizon.bench``; docs/benchmarks.md, "Zero-shot runs")."""
+own videos, resumable per item (``egohorizon.bench``; docs/benchmarks.md, "Zero-shot runs").
+
+``egohorizon bench forecast POINTS --model MODEL | --base-url URL --out OUT``: NextMe-800's in-context
+forecasting protocol for any model, resumable per point (``egohorizon.bench.forecast``; docs/benchmarks.md,
+"NextMe in-context forecasting")."""
 
 from __future__ import annotations
 
 import argparse
 
-from egohorizon.commands._args import fraction, nonneg_int, out_dir, positive_float, positive_int, seed
+from egohorizon.commands._args import (
+    fraction,
+    nonneg_float,
+    nonneg_int,
+    out_dir,
+    positive_float,
+    positive_int,
+    seed,
+)
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -58,6 +70,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-failed", action="store_true",
                      help="answer again the items whose videos failed before (after fixing the files)")
     run.set_defaults(handler=run_bench)
+    _register_forecast(sub)
+
+
+def _register_forecast(sub: argparse._SubParsersAction) -> None:
+    forecast = sub.add_parser(
+        "forecast", help="NextMe-800's in-context forecasting protocol for any model or server, scored",
+        description="For each point of POINTS (forecast points JSONL: `egohorizon points`, a run's "
+                    "points/points_test.jsonl), in file order: the protocol's prompt (nextme: the 50 most recent "
+                    "context events before t0 and the target windows; egohorizon: the project's forecast prompt "
+                    "with the point's context), three candidate trajectories asked for in one reply, parsed as "
+                    "eval.py's in-context llm predictor parses them. One line per point is appended to "
+                    "OUT/predictions.jsonl (forecast prediction records: `egohorizon score forecast --gold POINTS "
+                    "--pred OUT/predictions.jsonl` reads them), so a rerun skips finished points; OUT/summary.json "
+                    "and the printed table give S, S_norm and the invalid share per source, level and K next to "
+                    "repeat-last-K and random on the same points. An unreadable reply is invalid (scored 0), "
+                    "never guessed. Exit 1: points left unfinished by model failures (rerun to finish); 2: bad "
+                    "input (named by file, line and field) or too many failures.")
+    forecast.add_argument("points", metavar="POINTS", help="forecast points JSONL (schema ForecastPoint)")
+    forecast.add_argument("--model", required=True,
+                          help="local: a backbone config name (smollm2_135m, qwen3_8b, ...), a model folder, a "
+                               "trained adapter or run folder, or a cached hub id; with --base-url the served "
+                               "model's name")
+    forecast.add_argument("--base-url", help="an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1")
+    forecast.add_argument("--out", required=True, type=out_dir, help="output folder (predictions.jsonl, summary.json)")
+    forecast.add_argument("--protocol", choices=("nextme", "egohorizon"), default="nextme",
+                          help="nextme: the paper's in-context setting (50 most recent events, prompts/nextme.txt); "
+                               "egohorizon: prompts/forecast.txt with all of each point's context (default nextme)")
+    forecast.add_argument("--limit", type=positive_int, help="the first N points of the file (default: all)")
+    forecast.add_argument("--embedder", default="minilm",
+                          help="scoring: minilm (default, offline) | exact (Levenshtein on exact strings) | "
+                               "qwen3-embedding-8b (the paper's) | a sentence-transformers folder; a rerun with "
+                               "another embedder rescores without asking the model again")
+    forecast.add_argument("--draws", type=positive_int, default=5, help="random-baseline draws per point")
+    forecast.add_argument("--seed", type=seed, default=0, help="the backend's seed and the random draws' seed")
+    forecast.add_argument("--temperature", type=nonneg_float, default=0.0,
+                          help="0 = greedy (default; the paper gives no decoding settings)")
+    forecast.add_argument("--max-new-tokens", type=positive_int, default=1024,
+                          help="most tokens per reply (eval.py's llm.max_new_tokens)")
+    forecast.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to a --base-url server")
+    forecast.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply")
+    forecast.add_argument("--device", help="local model: torch device (default: cuda when available, else cpu)")
+    forecast.add_argument("--dtype", help="local model: torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
+    forecast.add_argument("--max-failures", type=fraction, default=0.05,
+                          help="share of points whose model call may fail before the run fails, 0-1")
+    forecast.set_defaults(handler=run_forecast)
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -84,3 +141,32 @@ def run_bench(args: argparse.Namespace) -> int:
           file=sys.stderr)
     check_failures(summary, args.max_failures)
     return 1 if summary["unfinished"] else 0
+
+
+def run_forecast(args: argparse.Namespace) -> int:
+    import sys
+
+    from egohorizon.bench.forecast import ForecastBenchSettings, run_forecast_bench
+    from egohorizon.bench.forecast_summary import format_summary
+
+    settings = ForecastBenchSettings(protocol=args.protocol, limit=args.limit, embedder=args.embedder,
+                                     draws=args.draws, seed=args.seed, temperature=args.temperature,
+                                     max_new_tokens=args.max_new_tokens, concurrency=args.concurrency,
+                                     max_failures=args.max_failures)
+    if args.base_url:
+        options = {"timeout": args.timeout}
+    else:
+        options = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
+    summary, timing = run_forecast_bench(args.points, args.out, args.model, base_url=args.base_url,
+                                         settings=settings, backend_options=options)
+    sys.stdout.write(format_summary(summary))
+    rate = f", {timing['points_per_s']:.3f} points/s" if timing["points_per_s"] else ""
+    print(f"{timing['tried']} points asked in this run in {timing['wall_s']:.1f} s{rate}; {args.out}/summary.json",
+          file=sys.stderr)
+    failed = len(summary["unfinished"])
+    if summary["n_points"] and failed / summary["n_points"] > args.max_failures:
+        from egohorizon.errors import DataError
+
+        raise DataError(f"{failed} of {summary['n_points']} points unfinished ({failed / summary['n_points']:.1%}), "
+                        f"above --max-failures {args.max_failures:.1%}; rerun the same command to finish them")
+    return 1 if failed else 0
