@@ -144,7 +144,12 @@ def run_bench(args: argparse.Namespace) -> int:
 
 
 def run_forecast(args: argparse.Namespace) -> int:
+    import os
     import sys
+
+    # Before torch loads: spinning OpenMP threads on a CPU shared with other jobs made the toy's generation
+    # 12x slower here (0.14 against 1.7 points/s), as train.py and eval.py found (docs/forecasting.md).
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
     from egohorizon.bench.forecast import ForecastBenchSettings, run_forecast_bench
     from egohorizon.bench.forecast_summary import format_summary
