@@ -254,6 +254,9 @@ def test_fixed_replies_scored_by_hand_and_score_forecast_agrees(points_file, fix
     assert table[(1, 2)]["repeat_last_S"] == pytest.approx(1 / 6) and table[(2, 1)]["repeat_last_S"] == 0.0
     assert table[(1, 2)]["model_invalid_rate"] == pytest.approx(1 / 3) and table[(1, 2)]["random_S"] == 0.0
     assert table[(1, 2)]["context_shown_mean"] == pytest.approx(55 / 3)
+    per_k = {r["k"]: r for r in summary["per_k"]}  # one level per K here: the groups' figures again
+    assert per_k[2]["model_S"] == pytest.approx(1 / 3) and per_k[2]["repeat_last_S"] == pytest.approx(1 / 6)
+    assert per_k[1]["model_S_norm"] == pytest.approx(0.5) and per_k[1]["n"] == 2
     assert summary["context_shown"] == {"asked": 50, "mean": 11.4, "min": 1, "max": 50, "points_with_fewer": 4}
     assert summary["unfinished"] == [] and summary["answered"] == 5 and summary["embedder"] == "exact"
     assert "protocol nextme (prompt nextme v1): the 50 most recent events" in printed

@@ -6,7 +6,8 @@ forecast``'s code): ``overall``, ``groups`` (one per source, level and K) and ``
 report that ``score forecast --gold POINTS --pred OUT/predictions.jsonl --out R`` writes for the same
 embedder, draws and seed. ``table`` puts each group's model figures next to repeat-last-K and random on
 the same points (random's S is the group's S_rand; its S_norm is 0 by definition), with the mean number
-of context events the prompts showed. Nothing here depends on the time, the machine or OUT's path.
+of context events the prompts showed; ``per_k`` does the same for each K over all sources and levels,
+pooled as ``overall`` is (the columns of NextMe-800's Table 3). Nothing here depends on the time, the machine or OUT's path.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ def summarize(points: Sequence[ForecastPoint], rows: Mapping[str, Mapping[str, A
     for row in summary_rows(evaluation):
         shown = shown_by_group.get((row["source"], row["level"], row["k"]), [])
         table.append({**row, "context_shown_mean": sum(shown) / len(shown) if shown else None})
+    per_k = _per_k(points, report, done, embedder, draws, run)
     repeat = evaluation.baselines["repeat_last"]
     return {
         **run,
@@ -55,10 +57,32 @@ def summarize(points: Sequence[ForecastPoint], rows: Mapping[str, Mapping[str, A
         "overall": report["overall"],
         "groups": report["groups"],
         "table": table,
+        "per_k": per_k,
         "repeat_last": {"overall": repeat["overall"], "groups": repeat["groups"]},
         "per_point": report["per_point"],
         "settings": report["settings"],
     }
+
+
+def _per_k(points: Sequence[ForecastPoint], report: Mapping[str, Any], done: Sequence[Mapping[str, Any]], embedder,
+           draws: int, run: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per K over all sources and levels (NextMe-800's Table 3 has a column per K), pooled from the
+    per-point scores as ``overall`` is; repeat-last-K scored per point with the same options as ``evaluate``."""
+    from egohorizon.metrics.forecast import pooled_summary, score_forecasts
+    from egohorizon.tasks.forecast import repeat_last_predictions
+
+    repeat = score_forecasts(points, repeat_last_predictions(points), embedder, n_random_draws=draws,
+                             seed=run["seed"], max_candidates=run["n_candidates"])["per_point"]
+    rows = []
+    for k in sorted({p.k for p in points}):
+        model = pooled_summary([r for r in report["per_point"] if r["k"] == k])
+        baseline = pooled_summary([r for r in repeat if r["k"] == k])
+        shown = [r["context_shown"] for r in done if r["k"] == k]
+        rows.append({"k": k, "n": model["n"], "model_S": model["S"], "model_S_norm": model["S_norm"],
+                     "model_invalid_rate": model["invalid"] / model["n"] if model["n"] else 0.0,
+                     "repeat_last_S": baseline["S"], "repeat_last_S_norm": baseline["S_norm"],
+                     "random_S": model["S_rand"], "context_shown_mean": sum(shown) / len(shown) if shown else None})
+    return rows
 
 
 def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
@@ -91,8 +115,13 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     rows = [[r["source"], r["level"], r["k"], r["n"], r["model_S"], r["model_S_norm"], r["model_invalid_rate"],
              r["repeat_last_S"], r["repeat_last_S_norm"], r["random_S"], r["context_shown_mean"]]
             for r in summary["table"]]
+    ks = [r["k"] for r in summary["table"]]
+    if len(ks) > len(set(ks)):  # some K spans several sources or levels
+        rows += [["all", "all", r["k"], r["n"], r["model_S"], r["model_S_norm"], r["model_invalid_rate"],
+                  r["repeat_last_S"], r["repeat_last_S_norm"], r["random_S"], r["context_shown_mean"]]
+                 for r in summary["per_k"]]  # one K over every source and level: Table 3's columns
     overall, repeat = summary["overall"], summary["repeat_last"]["overall"]
-    rows.append(["all", "", "", overall["n"], overall["S"], overall["S_norm"],
+    rows.append(["all", "all", "all", overall["n"], overall["S"], overall["S_norm"],
                  overall["invalid"] / overall["n"] if overall["n"] else 0.0, repeat["S"], repeat["S_norm"],
                  overall["S_rand"], summary["context_shown"]["mean"]])
     text = _head(summary) + "\n" + table(

@@ -271,6 +271,12 @@ def _summary(rows: Sequence[dict]) -> dict:
     }
 
 
+def pooled_summary(rows: Sequence[dict]) -> dict:
+    """``S, S_rand, S_norm, n, invalid, truncated, no_random_pool`` of any subset of a report's ``per_point``
+    rows, pooled as ``overall`` is (e.g. all sources and levels of one K: NextMe-800's Table 3 columns)."""
+    return _summary(rows)
+
+
 def _aggregate(
     per_point: list[dict], embedder: Embedder, n_random_draws: int, seed: int, max_candidates: int
 ) -> dict:
