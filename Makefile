@@ -45,7 +45,7 @@ demo: $(STAMP)
 	$(PY) train.py experiment=forecast_l3
 
 test: $(STAMP)
-	$(PY) -m pytest -m "" -q
+	$(PY) -m pytest -m "" -q --durations=40
 
 test-fast: $(STAMP)
 	$(PY) -m pytest -q

@@ -107,9 +107,18 @@ def expected_lora_params(text, r: int) -> int:
 
 
 def lora_settings(name: str) -> dict:
+    """The LoRA train.py gives ``backbone=<name>``. A finetune file may only point at a shared one
+    (finetune/pretrained_7b_8b.yaml) through its defaults list, so that list is followed here; plain
+    yaml, not Hydra, because the lent machine has no Hydra (see FORBIDDEN)."""
     import yaml
 
-    return yaml.safe_load((ROOT / "conf" / "finetune" / f"{name}.yaml").read_text())["lora"]
+    settings = yaml.safe_load((ROOT / "conf" / "finetune" / f"{name}.yaml").read_text()) or {}
+    if "lora" in settings:
+        return settings["lora"]
+    for parent in settings.get("defaults", []):
+        if isinstance(parent, str) and parent != "_self_":
+            return lora_settings(parent)
+    raise KeyError(f"conf/finetune/{name}.yaml: no lora settings, and no defaults entry that has them")
 
 
 def build(name: str, device: str, toy: bool):
