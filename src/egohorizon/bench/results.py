@@ -23,7 +23,6 @@ cut off when it is opened again); the last line of an item counts.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -31,7 +30,7 @@ from typing import Any
 
 from egohorizon.atomic_files import write_json_atomic
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.append_log import LockedAppendLog
+from egohorizon.pipelines.append_log import LockedAppendLog, read_keyed_lines
 from egohorizon.schema import QAItem
 
 log = logging.getLogger(__name__)
@@ -45,26 +44,8 @@ PROVENANCE_KEYS = ("model", "prompt", "prompt_version", "protocol", "extraction"
 
 def read_rows(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """item id -> its last line, and problems (file:line: what) of lines that were ignored."""
-    rows: dict[str, dict[str, Any]] = {}
-    problems: list[str] = []
-    data = path.read_bytes() if path.is_file() else b""
-    lines = data.split(b"\n")
-    if lines and lines[-1]:
-        problems.append(f"{path}:{len(lines)}: partial last line ({len(lines[-1])} bytes, a run was killed while "
-                        "writing it); its item is answered again")
-    for number, raw in enumerate(lines[:-1], start=1):
-        if not raw.strip():
-            continue
-        try:
-            row = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            problems.append(f"{path}:{number}: not a JSON line ({error}); its item is answered again")
-            continue
-        if not isinstance(row, dict) or not isinstance(row.get("id"), str):
-            problems.append(f"{path}:{number}: field 'id': expected an item id; ignored")
-            continue
-        rows[row["id"]] = row
-    return rows, problems
+    lines, problems = read_keyed_lines(path, "id", "an item id", "its item is answered again")
+    return dict(lines), problems
 
 
 class ItemsLog(LockedAppendLog):

@@ -1,7 +1,8 @@
 """A JSON-lines results file that one job appends to: locked while open (a second job on the same folder
 is refused), a torn last line left by a killed run cut off, each record one ``os.write`` so a kill tears
 at most the line being written. The caption job (``caption.results.ResultsLog``) and the abstraction job
-(``abstract.results.DaysLog``) read their records their own way on top of it."""
+(``abstract.results.DaysLog``) read their records their own way on top of it, each through
+``read_keyed_lines`` (the one reader of such files: whole lines only, every ignored line named)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,36 @@ from pathlib import Path
 from typing import Any, Self
 
 from egohorizon.errors import ConfigError
+
+
+def read_keyed_lines(path: Path, key: str, expected: str, redo: str) -> tuple[list[tuple[str, dict[str, Any]]], list[str]]:
+    """The JSON-object lines of ``path`` that carry a non-empty string ``key``, in file order, as
+    (its value, the record); and problems (``file:line: what``) for every line that was ignored.
+
+    A last line without its newline is a torn write (``LockedAppendLog`` cuts it off when the file is
+    next opened for appending): ignored and reported with ``redo`` (what happens to its record).
+    ``expected`` says what ``key`` should hold, for the message. A missing file reads as empty."""
+    kept: list[tuple[str, dict[str, Any]]] = []
+    problems: list[str] = []
+    data = path.read_bytes() if path.is_file() else b""
+    lines = data.split(b"\n")
+    if lines[-1]:
+        problems.append(f"{path}:{len(lines)}: partial last line ({len(lines[-1])} bytes, a run was killed while "
+                        f"writing it); {redo}")
+    for number, raw in enumerate(lines[:-1], start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = json.loads(raw)
+        except (json.JSONDecodeError, UnicodeDecodeError) as error:
+            problems.append(f"{path}:{number}: not a JSON line ({error}); ignored")
+            continue
+        value = record.get(key) if isinstance(record, dict) else None
+        if not isinstance(value, str) or not value:
+            problems.append(f"{path}:{number}: field '{key}': expected {expected}; ignored")
+            continue
+        kept.append((value, record))
+    return kept, problems
 
 
 class LockedAppendLog:

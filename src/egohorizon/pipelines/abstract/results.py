@@ -15,13 +15,12 @@ over a failed one. An advisory lock keeps a second job out of the same folder.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.append_log import LockedAppendLog
+from egohorizon.pipelines.append_log import LockedAppendLog, read_keyed_lines
 
 log = logging.getLogger(__name__)
 
@@ -39,24 +38,11 @@ def is_done(record: dict[str, Any], retry_failed: bool = False) -> bool:
 
 def read_days(path: Path) -> dict[str, dict[str, Any]]:
     """day -> its line that counts; lines that are not JSON objects with a day are logged and ignored."""
+    lines, problems = read_keyed_lines(path, "day", "'participant/day'", "its day is done again")
+    for problem in problems:
+        log.warning("%s", problem)
     records: dict[str, dict[str, Any]] = {}
-    data = path.read_bytes() if path.is_file() else b""
-    lines = data.split(b"\n")
-    if lines[-1]:
-        log.warning("%s:%d: partial last line (a run was killed while writing it); its day is done again",
-                    path, len(lines))
-    for number, raw in enumerate(lines[:-1], start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            log.warning("%s:%d: not a JSON line (%s); ignored", path, number, error)
-            continue
-        day = record.get("day") if isinstance(record, dict) else None
-        if not isinstance(day, str) or not day:
-            log.warning("%s:%d: field 'day': expected 'participant/day'; ignored", path, number)
-            continue
+    for day, record in lines:
         old = records.get(day)
         if old is None or record.get("status") == OK or old.get("status") != OK:
             records[day] = record

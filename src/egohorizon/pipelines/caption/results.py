@@ -24,7 +24,6 @@ window is captioned again. The latest line of a window wins. One process writes 
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from collections.abc import Iterable
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.append_log import LockedAppendLog
+from egohorizon.pipelines.append_log import LockedAppendLog, read_keyed_lines
 
 log = logging.getLogger(__name__)
 
@@ -76,25 +75,9 @@ def better(new: dict[str, Any], old: dict[str, Any] | None) -> bool:
 def read_results(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     """window -> its line that counts, and problems (file:line: what) of lines that were ignored.
     A last line without its newline is a torn write: ignored here (``ResultsLog`` cuts it off)."""
+    lines, problems = read_keyed_lines(path, "window", "a window id", "its window is captioned again")
     records: dict[str, dict[str, Any]] = {}
-    problems: list[str] = []
-    data = path.read_bytes() if path.is_file() else b""
-    lines = data.split(b"\n")
-    if lines and lines[-1]:
-        problems.append(f"{path}:{len(lines)}: partial last line ({len(lines[-1])} bytes, a run was killed "
-                        "while writing it); its window is captioned again")
-    for number, raw in enumerate(lines[:-1], start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except (json.JSONDecodeError, UnicodeDecodeError) as error:
-            problems.append(f"{path}:{number}: not a JSON line ({error}); ignored")
-            continue
-        window = record.get("window") if isinstance(record, dict) else None
-        if not isinstance(window, str) or not window:
-            problems.append(f"{path}:{number}: field 'window': expected a window id; ignored")
-            continue
+    for window, record in lines:
         if better(record, records.get(window)):
             records[window] = record
     return records, problems
