@@ -2,8 +2,8 @@
 
 Every part of egohorizon speaks these records: events of the L1-L5 hierarchy, recordings, forecast
 points and predictions, QA items and answers, segments, hand boxes. Each record type declares its
-fields once (``FIELDS``); ``from_dict`` checks a parsed JSON object against that declaration and
-reports *every* defect with the field's name and what was expected, and ``read_jsonl`` adds the file
+fields once (``declared`` on the dataclass; ``FIELDS()`` reads them back); ``from_dict`` checks a
+parsed JSON object against that declaration and reports *every* defect with the field's name and what was expected, and ``read_jsonl`` adds the file
 and line. Reading never stops at the first bad line, so one run lists all the defects of a file.
 
 Only the standard library is imported here: ``egohorizon score`` and ``egohorizon data validate``

@@ -5,16 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from egohorizon.schema.checks import (
-    caption_action,
-    integer,
-    list_of,
-    nonempty_text,
-    number,
-    optional,
-    text,
-)
-from egohorizon.schema.record import Record
+from egohorizon.schema import checks
+from egohorizon.schema.record import Record, declared
 
 
 @dataclass
@@ -24,28 +16,16 @@ class CaptionWindow(Record):
     origin) order the windows of a session for the repeat-previous baseline; ``activity`` is the
     window's activity type for the breakdown (``egohorizon.metrics.captions.activity_of``)."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "window_s": (number, True),
-        "actions": (list_of(caption_action, "action objects"), True),
-        "scene": (optional(text), False),
-        "source": (text, False),
-        "participant": (text, False),
-        "day": (text, False),
-        "session": (text, False),
-        "start": (optional(number), False),
-        "activity": (optional(text), False),
-    }
-    id: str = ""
-    window_s: float = 30.0
-    actions: list[dict[str, Any]] = field(default_factory=list)
-    scene: str | None = None
-    source: str = ""
-    participant: str = ""
-    day: str = ""
-    session: str = ""
-    start: float | None = None
-    activity: str | None = None
+    id: str = declared(checks.nonempty_text, "")
+    window_s: float = declared(checks.number, 30.0)
+    actions: list[dict[str, Any]] = declared(checks.list_of(checks.caption_action, "action objects"), factory=list)
+    scene: str | None = declared(checks.optional(checks.text), None, required=False)
+    source: str = declared(checks.text, "", required=False)
+    participant: str = declared(checks.text, "", required=False)
+    day: str = declared(checks.text, "", required=False)
+    session: str = declared(checks.text, "", required=False)
+    start: float | None = declared(checks.optional(checks.number), None, required=False)
+    activity: str | None = declared(checks.optional(checks.text), None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -67,26 +47,18 @@ class CaptionPrediction(Record):
     """A captioner's answer for one window: parsed ``actions`` (+ ``scene``), or raw ``text`` in the
     caption format (``egohorizon.formats.caption``), which the tolerant parser reads."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "actions": (list_of(caption_action, "action objects"), False),
-        "scene": (optional(text), False),
-        "text": (optional(text), False),  # null: a model that returned nothing, invalid
-        "model": (text, False),
-        "prompt": (text, False),
-        "prompt_version": (text, False),
-        "seed": (optional(integer), False),
-    }
     ONE_OF: ClassVar = (
         ("actions", "text"),
         "expected 'actions' (a list of {start, end, action}) or 'text' (raw model output)",
     )
-    id: str = ""
-    actions: list[dict[str, Any]] | None = None
-    scene: str | None = None
-    text: str | None = None
-    model: str = ""
-    prompt: str = ""
-    prompt_version: str = ""
-    seed: int | None = None
+    id: str = declared(checks.nonempty_text, "")
+    actions: list[dict[str, Any]] | None = declared(checks.list_of(checks.caption_action, "action objects"),
+                                                    None, required=False)
+    scene: str | None = declared(checks.optional(checks.text), None, required=False)
+    # null: a model that returned nothing, invalid
+    text: str | None = declared(checks.optional(checks.text), None, required=False)
+    model: str = declared(checks.text, "", required=False)
+    prompt: str = declared(checks.text, "", required=False)
+    prompt_version: str = declared(checks.text, "", required=False)
+    seed: int | None = declared(checks.optional(checks.integer), None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)

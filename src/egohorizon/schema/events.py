@@ -3,42 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
-from egohorizon.schema.checks import level, list_of, mapping, nonempty_text, number, optional, text
-from egohorizon.schema.record import Record, _day_matches_start, _end_after_start
+from egohorizon.schema import checks
+from egohorizon.schema.record import Record, _day_matches_start, _end_after_start, declared
 
 
 @dataclass
 class Event(Record):
     """One event of the hierarchy. ``start``/``end`` are seconds (SPEC §5)."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "participant": (nonempty_text, True),
-        "day": (nonempty_text, True),
-        "session": (text, True),
-        "level": (level, True),
-        "start": (number, True),
-        "end": (number, True),
-        "text": (text, True),
-        "parent": (optional(text), False),
-        "children": (list_of(text, "event ids"), False),
-        "source": (text, False),
-        "meta": (mapping, False),
-    }
-    id: str = ""
-    participant: str = ""
-    day: str = ""
-    session: str = ""
-    level: int = 1
-    start: float = 0.0
-    end: float = 0.0
-    text: str = ""
-    parent: str | None = None
-    children: list[str] = field(default_factory=list)
-    source: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    id: str = declared(checks.nonempty_text, "")
+    participant: str = declared(checks.nonempty_text, "")
+    day: str = declared(checks.nonempty_text, "")
+    session: str = declared(checks.text, "")
+    level: int = declared(checks.level, 1)
+    start: float = declared(checks.number, 0.0)
+    end: float = declared(checks.number, 0.0)
+    text: str = declared(checks.text, "")
+    parent: str | None = declared(checks.optional(checks.text), None, required=False)
+    children: list[str] = declared(checks.list_of(checks.text, "event ids"), factory=list, required=False)
+    source: str = declared(checks.text, "", required=False)
+    meta: dict[str, Any] = declared(checks.mapping, factory=dict, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -54,24 +40,14 @@ class Event(Record):
 class Recording(Record):
     """One recording session of a participant on a calendar day."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "participant": (nonempty_text, True),
-        "day": (nonempty_text, True),
-        "session": (nonempty_text, True),
-        "start": (number, True),
-        "end": (number, True),
-        "source": (text, False),
-        "meta": (mapping, False),
-    }
-    id: str = ""
-    participant: str = ""
-    day: str = ""
-    session: str = ""
-    start: float = 0.0
-    end: float = 0.0
-    source: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    id: str = declared(checks.nonempty_text, "")
+    participant: str = declared(checks.nonempty_text, "")
+    day: str = declared(checks.nonempty_text, "")
+    session: str = declared(checks.nonempty_text, "")
+    start: float = declared(checks.number, 0.0)
+    end: float = declared(checks.number, 0.0)
+    source: str = declared(checks.text, "", required=False)
+    meta: dict[str, Any] = declared(checks.mapping, factory=dict, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -5,53 +5,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from egohorizon.schema.checks import (
-    candidate,
-    context_event,
-    integer,
-    level,
-    list_of,
-    mapping,
-    nonempty_text,
-    number,
-    optional,
-    positive_int,
-    text,
-    window,
-)
-from egohorizon.schema.record import Record
+from egohorizon.schema import checks
+from egohorizon.schema.record import Record, declared
 
 
 @dataclass
 class ForecastPoint(Record):
     """A forecasting point (SPEC §2, §6): context before ``t0``, K target texts and their windows."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "source": (text, True),
-        "participant": (text, True),
-        "level": (level, True),
-        "k": (positive_int, True),
-        "t0": (number, True),
-        "context": (list_of(context_event, "events"), True),
-        "targets": (list_of(text, "action strings"), True),
-        "windows": (list_of(window, "[start, end] windows"), True),
-        "day": (text, False),
-        "split": (text, False),
-        "meta": (mapping, False),
-    }
-    id: str = ""
-    source: str = ""
-    participant: str = ""
-    level: int = 1
-    k: int = 1
-    t0: float = 0.0
-    context: list[dict[str, Any]] = field(default_factory=list)
-    targets: list[str] = field(default_factory=list)
-    windows: list[list[float]] = field(default_factory=list)
-    day: str = ""
-    split: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    id: str = declared(checks.nonempty_text, "")
+    source: str = declared(checks.text, "")
+    participant: str = declared(checks.text, "")
+    level: int = declared(checks.level, 1)
+    k: int = declared(checks.positive_int, 1)
+    t0: float = declared(checks.number, 0.0)
+    context: list[dict[str, Any]] = declared(checks.list_of(checks.context_event, "events"), factory=list)
+    targets: list[str] = declared(checks.list_of(checks.text, "action strings"), factory=list)
+    windows: list[list[float]] = declared(checks.list_of(checks.window, "[start, end] windows"), factory=list)
+    day: str = declared(checks.text, "", required=False)
+    split: str = declared(checks.text, "", required=False)
+    meta: dict[str, Any] = declared(checks.mapping, factory=dict, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -77,26 +50,18 @@ class ForecastPoint(Record):
 class ForecastPrediction(Record):
     """A forecaster's answer for one point: parsed candidates, or raw ``text`` for the parser."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "candidates": (list_of(candidate, "candidate trajectories"), False),
-        "text": (optional(text), False),  # null: a model that returned nothing, invalid (SPEC §1)
-        "model": (text, False),
-        "prompt": (text, False),
-        "prompt_version": (text, False),
-        "seed": (optional(integer), False),
-    }
     ONE_OF: ClassVar = (
         ("candidates", "text"),
         "expected 'candidates' (a list of action lists) or 'text' (raw output)",
     )
-    id: str = ""
-    candidates: list[list[str]] | None = None
-    text: str | None = None
-    model: str = ""
-    prompt: str = ""
-    prompt_version: str = ""
-    seed: int | None = None
+    id: str = declared(checks.nonempty_text, "")
+    candidates: list[list[str]] | None = declared(checks.list_of(checks.candidate, "candidate trajectories"),
+                                                  None, required=False)
+    text: str | None = declared(checks.optional(checks.text), None, required=False)  # null: a model that returned nothing, invalid (SPEC §1)
+    model: str = declared(checks.text, "", required=False)
+    prompt: str = declared(checks.text, "", required=False)
+    prompt_version: str = declared(checks.text, "", required=False)
+    seed: int | None = declared(checks.optional(checks.integer), None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -108,16 +73,11 @@ class RankedCandidates(Record):
     are ties), one list per annotator, each as long as ``candidates``.
     """
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "reference": (list_of(text, "action strings"), True),
-        "candidates": (list_of(candidate, "candidate trajectories"), True),
-        "rankings": (list_of(list_of(number, "ranks"), "one list of ranks per annotator"), True),
-    }
-    id: str = ""
-    reference: list[str] = field(default_factory=list)
-    candidates: list[list[str]] = field(default_factory=list)
-    rankings: list[list[float]] = field(default_factory=list)
+    id: str = declared(checks.nonempty_text, "")
+    reference: list[str] = declared(checks.list_of(checks.text, "action strings"), factory=list)
+    candidates: list[list[str]] = declared(checks.list_of(checks.candidate, "candidate trajectories"), factory=list)
+    rankings: list[list[float]] = declared(
+        checks.list_of(checks.list_of(checks.number, "ranks"), "one list of ranks per annotator"), factory=list)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod

@@ -5,19 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from egohorizon.schema.checks import (
-    HANDS,
-    SEGMENT_KINDS,
-    box,
-    non_negative_int,
-    nonempty_text,
-    number,
-    one_of,
-    optional,
-    positive_int,
-    text,
-)
-from egohorizon.schema.record import Record, _end_after_start
+from egohorizon.schema import checks
+from egohorizon.schema.record import Record, _end_after_start, declared
 
 
 @dataclass
@@ -25,20 +14,12 @@ class Segment(Record):
     """A labelled time span of a clip (SPEC §4, §6); ``hand`` for hand actions and captions."""
 
     KEY: ClassVar = None
-    FIELDS: ClassVar = {
-        "clip": (nonempty_text, True),
-        "kind": (one_of(*SEGMENT_KINDS), True),
-        "hand": (optional(one_of(*HANDS)), False),
-        "start": (number, True),
-        "end": (number, True),
-        "label": (text, True),
-    }
-    clip: str = ""
-    kind: str = "subtask"
-    hand: str | None = None
-    start: float = 0.0
-    end: float = 0.0
-    label: str = ""
+    clip: str = declared(checks.nonempty_text, "")
+    kind: str = declared(checks.one_of(*checks.SEGMENT_KINDS), "subtask")
+    hand: str | None = declared(checks.optional(checks.one_of(*checks.HANDS)), None, required=False)
+    start: float = declared(checks.number, 0.0)
+    end: float = declared(checks.number, 0.0)
+    label: str = declared(checks.text, "")
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -58,18 +39,11 @@ class HandBox(Record):
     """A gold hand box at a 30 fps frame index; ``grid`` N: the clip is annotated on frames 0, N, 2N, ..."""
 
     KEY: ClassVar = None
-    FIELDS: ClassVar = {
-        "clip": (nonempty_text, True),
-        "frame": (non_negative_int, True),
-        "hand": (one_of(*HANDS), True),
-        "box": (box, True),
-        "grid": (positive_int, False),
-    }
-    clip: str = ""
-    frame: int = 0
-    hand: str = "left"
-    box: list[float] = field(default_factory=list)
-    grid: int | None = None
+    clip: str = declared(checks.nonempty_text, "")
+    frame: int = declared(checks.non_negative_int, 0)
+    hand: str = declared(checks.one_of(*checks.HANDS), "left")
+    box: list[float] = declared(checks.box, factory=list)
+    grid: int | None = declared(checks.positive_int, None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -86,14 +60,8 @@ class BoxPrediction(Record):
     """A model's hand box at time ``t`` seconds; it belongs to frame ``round(30 * t)``."""
 
     KEY: ClassVar = None
-    FIELDS: ClassVar = {
-        "clip": (nonempty_text, True),
-        "t": (number, True),
-        "hand": (one_of(*HANDS), True),
-        "box": (box, True),
-    }
-    clip: str = ""
-    t: float = 0.0
-    hand: str = "left"
-    box: list[float] = field(default_factory=list)
+    clip: str = declared(checks.nonempty_text, "")
+    t: float = declared(checks.number, 0.0)
+    hand: str = declared(checks.one_of(*checks.HANDS), "left")
+    box: list[float] = declared(checks.box, factory=list)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)

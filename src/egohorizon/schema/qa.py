@@ -5,17 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from egohorizon.schema.checks import (
-    answer_letter,
-    integer,
-    list_of,
-    mapping,
-    nonempty_text,
-    number,
-    optional,
-    text,
-)
-from egohorizon.schema.record import Record
+from egohorizon.schema import checks
+from egohorizon.schema.record import Record, declared
 
 
 @dataclass
@@ -23,14 +14,9 @@ class Evidence(Record):
     """Where a QA answer can be seen: a video/session and a time range."""
 
     KEY: ClassVar = None
-    FIELDS: ClassVar = {
-        "video": (text, True),
-        "start": (optional(number), False),
-        "end": (optional(number), False),
-    }
-    video: str = ""
-    start: float | None = None
-    end: float | None = None
+    video: str = declared(checks.text, "")
+    start: float | None = declared(checks.optional(checks.number), None, required=False)
+    end: float | None = declared(checks.optional(checks.number), None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
@@ -45,28 +31,17 @@ def evidence_item(value: Any) -> tuple[Any, str | None]:
 class QAItem(Record):
     """A multiple-choice question (SPEC §3). ``answer`` is a letter; ``level`` comes from the task."""
 
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "participant": (text, True),
-        "task": (nonempty_text, True),
-        "question": (nonempty_text, True),
-        "options": (list_of(text, "option strings"), True),
-        "answer": (answer_letter, True),
-        "level": (optional(integer), False),
-        "evidence": (list_of(evidence_item, "evidence objects"), False),
-        "source": (text, False),
-        "meta": (mapping, False),
-    }
-    id: str = ""
-    participant: str = ""
-    task: str = ""
-    question: str = ""
-    options: list[str] = field(default_factory=list)
-    answer: str = "A"
-    level: int | None = None
-    evidence: list[dict[str, Any]] = field(default_factory=list)
-    source: str = ""
-    meta: dict[str, Any] = field(default_factory=dict)
+    id: str = declared(checks.nonempty_text, "")
+    participant: str = declared(checks.text, "")
+    task: str = declared(checks.nonempty_text, "")
+    question: str = declared(checks.nonempty_text, "")
+    options: list[str] = declared(checks.list_of(checks.text, "option strings"), factory=list)
+    answer: str = declared(checks.answer_letter, "A")
+    level: int | None = declared(checks.optional(checks.integer), None, required=False)
+    evidence: list[dict[str, Any]] = declared(checks.list_of(evidence_item, "evidence objects"), factory=list,
+                                              required=False)
+    source: str = declared(checks.text, "", required=False)
+    meta: dict[str, Any] = declared(checks.mapping, factory=dict, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -81,21 +56,12 @@ class QAItem(Record):
 
 @dataclass
 class QAPrediction(Record):
-    FIELDS: ClassVar = {
-        "id": (nonempty_text, True),
-        "answer": (optional(text), False),
-        "text": (optional(text), False),  # null: a model that returned nothing, invalid (SPEC §3)
-        "model": (text, False),
-        "prompt": (text, False),
-        "prompt_version": (text, False),
-        "seed": (optional(integer), False),
-    }
     ONE_OF: ClassVar = (("answer", "text"), "expected 'answer' (a letter) or 'text' (raw model output)")
-    id: str = ""
-    answer: str | None = None
-    text: str | None = None
-    model: str = ""
-    prompt: str = ""
-    prompt_version: str = ""
-    seed: int | None = None
+    id: str = declared(checks.nonempty_text, "")
+    answer: str | None = declared(checks.optional(checks.text), None, required=False)
+    text: str | None = declared(checks.optional(checks.text), None, required=False)  # null: a model that returned nothing, invalid (SPEC §3)
+    model: str = declared(checks.text, "", required=False)
+    prompt: str = declared(checks.text, "", required=False)
+    prompt_version: str = declared(checks.text, "", required=False)
+    seed: int | None = declared(checks.optional(checks.integer), None, required=False)
     extra: dict[str, Any] = field(default_factory=dict, repr=False)

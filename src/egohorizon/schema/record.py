@@ -1,10 +1,11 @@
-"""The Record base: fields declared once (FIELDS), every defect reported by from_dict."""
+"""The Record base: each field declared once, on the dataclass (``declared``: its check and whether it is
+required), and every defect reported by from_dict."""
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from typing import Any, ClassVar, Self, TypeVar
 
@@ -17,15 +18,34 @@ from egohorizon.schema.checks import Check
 R = TypeVar("R", bound="Record")
 
 
+def declared(check: Check, default: Any = dataclasses.MISSING, *, factory: Any = dataclasses.MISSING,
+             required: bool = True) -> Any:
+    """A record field with its check (``schema.checks``) and whether ``from_dict`` requires it; the
+    default (or ``factory``) is what a record built in code gets."""
+    metadata = {"check": check, "required": required}
+    if factory is not dataclasses.MISSING:
+        return field(default_factory=factory, metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
 @dataclass
 class Record:
-    """Base of all records. Subclasses declare ``FIELDS``: name -> (check, required)."""
+    """Base of all records. Subclasses declare their fields with ``declared``; ``FIELDS()`` reads them back
+    as name -> (check, required), in declaration order."""
 
-    FIELDS: ClassVar[dict[str, tuple[Check, bool]]] = {}
     KEY: ClassVar[str | None] = "id"  # field that must be unique within a file, if any
     # At least one of these fields must be present, and the message if none is. Checked on the keys,
     # so a present but invalid field is reported once, by its own check.
     ONE_OF: ClassVar[tuple[tuple[str, ...], str]] = ((), "")
+
+    @classmethod
+    def FIELDS(cls) -> dict[str, tuple[Check, bool]]:
+        found = _DECLARED.get(cls)
+        if found is None:
+            found = {f.name: (f.metadata["check"], f.metadata["required"])
+                     for f in dataclasses.fields(cls) if "check" in f.metadata}
+            _DECLARED[cls] = found
+        return found
 
     @classmethod
     def from_dict(cls, obj: Any) -> tuple[Self | None, list[tuple[str, str]]]:
@@ -34,7 +54,7 @@ class Record:
             return None, [("", f"expected a JSON object, got {type(obj).__name__}")]
         problems: list[tuple[str, str]] = []
         values: dict[str, Any] = {}
-        for name, (check, required) in cls.FIELDS.items():
+        for name, (check, required) in cls.FIELDS().items():
             if name not in obj:
                 if required:
                     problems.append((name, "missing required field"))
@@ -50,7 +70,7 @@ class Record:
         problems.extend(cls._cross_checks(values))
         if problems:
             return None, problems
-        extra = {k: v for k, v in obj.items() if k not in cls.FIELDS}
+        extra = {k: v for k, v in obj.items() if k not in cls.FIELDS()}
         record = cls(**values)
         record.extra = extra
         return record, []
@@ -63,6 +83,9 @@ class Record:
         out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
         out.update(getattr(self, "extra", {}) or {})
         return out
+
+
+_DECLARED: dict[type, dict[str, tuple[Check, bool]]] = {}  # per record class: read once from its fields
 
 
 def _end_after_start(values: dict[str, Any]) -> list[tuple[str, str]]:
