@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from egohorizon.metrics.embedders import get_embedder
-from egohorizon.run.evaluation import format_rows, group_rows
+from egohorizon.tasks.forecast_predictors import format_rows, group_rows
 from egohorizon.schema import ForecastPoint, ForecastPrediction
 from egohorizon.tasks.forecast import (
     candidates_from_texts,

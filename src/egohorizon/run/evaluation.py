@@ -32,12 +32,8 @@ from omegaconf import DictConfig, OmegaConf
 
 from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 from egohorizon.errors import ConfigError, DataError
-from egohorizon.schema import write_jsonl
 
 log = logging.getLogger(__name__)
-
-PREDICTORS = ("model", "llm", "repeat_last", "random")
-
 
 # -- points -----------------------------------------------------------------------------------------
 
@@ -298,60 +294,21 @@ def _split_key(key: str, split: str) -> str:
 
 
 def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split: str) -> dict[str, Any]:
-    """Scores the configured predictors on the datamodule's test slot; returns the report dict."""
-    from egohorizon.metrics.embedders import get_embedder
-    from egohorizon.tasks.forecast import evaluate, flat_metrics, repeat_last_predictions
+    """The configured predictors on the datamodule's test slot, scored by the task's predictor scorer
+    (``tasks.PREDICTOR_SCORERS``; forecasting's is ``tasks.forecast_predictors``); ``model`` (None
+    without the ``model`` predictor) is generated and scored through Lightning first. Returns the
+    report dict."""
+    from egohorizon.tasks import predictor_scorer
 
-    predictors = list(cfg.predictors)
-    unknown = set(predictors) - set(PREDICTORS)
-    if unknown:
-        raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
-    points = datamodule.points["test"]
-    evaluation = None
-    if "model" in predictors:
-        evaluation = model_evaluation(cfg, model, datamodule, out_dir)
-        metrics = dict(evaluation.metrics)
-        report = {"model": evaluation.report, **evaluation.baselines}
-        by_prefix = {"forecast": evaluation.report, "repeat_last": evaluation.baselines["repeat_last"]}
-    else:  # the baselines need no model
-        baseline = evaluate(
-            points,
-            repeat_last_predictions(points),
-            get_embedder(cfg.embedder),
-            split,
-            cfg.n_random_draws,
-            cfg.seed,
-            prefix="repeat_last",
-        )
-        metrics = flat_metrics(baseline.report, split, "repeat_last")
-        report = {"repeat_last": baseline.report}
-        by_prefix = {"repeat_last": baseline.report}
-        write_jsonl(
-            out_dir / "predictions" / "repeat_last.jsonl",
-            [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c],
-        )
-    if "llm" in predictors:
-        llm = llm_evaluation(cfg, datamodule, out_dir, split)
-        metrics.update(llm.metrics)
-        report["llm"] = by_prefix["llm"] = llm.report
-    if "repeat_last" not in predictors:
-        report.pop("repeat_last", None)
-        by_prefix.pop("repeat_last", None)
-        metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
-    if "random" not in predictors:
-        metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
-    rows = group_rows(by_prefix, with_random="random" in predictors)
-    return {
-        "task": "forecast",
-        "split": split,
-        "n_points": len(points),
-        "predictors": predictors,
-        "metrics": metrics,
-        "reports": report,
-        "rows": rows,
-        "text": format_rows(rows),
-        "evaluation": evaluation,  # the model's, for egohorizon compare; not written to report.json
-    }
+    task = cfg.get("eval_task") or "forecast"
+    scorer = predictor_scorer(task)
+    if scorer is None:
+        raise ConfigError(f"eval_task={task}: the task scores only a trained adapter (set ckpt=...)")
+    evaluation = model_evaluation(cfg, model, datamodule, out_dir) if "model" in cfg.predictors else None
+    settings = {key: cfg[key] for key in ("predictors", "embedder", "n_random_draws", "seed")}
+    settings["predictors"] = list(settings["predictors"])
+    settings["llm"] = OmegaConf.to_container(cfg.llm, resolve=True) if cfg.get("llm") is not None else {}
+    return scorer(settings, datamodule, evaluation, out_dir, split)
 
 
 def evaluate_task_model(cfg: DictConfig, run_dir: Path, runs: list | None = None) -> tuple[dict[str, Any], Any]:
@@ -365,6 +322,8 @@ def evaluate_task_model(cfg: DictConfig, run_dir: Path, runs: list | None = None
             f"eval_task={cfg.eval_task}: set ckpt=<adapter folder, *.ckpt or run folder>; only forecasting "
             "evaluates an untrained backbone in context or the baselines alone"
         )
+    from egohorizon.tasks import PREDICTORS
+
     unknown = set(cfg.predictors) - set(PREDICTORS)
     if unknown:
         raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
@@ -387,110 +346,6 @@ def evaluate_task_model(cfg: DictConfig, run_dir: Path, runs: list | None = None
     return result, model
 
 
-def llm_evaluation(cfg: DictConfig, datamodule, out_dir: Path, split: str):
-    """The ``llm`` predictor: each point's prompt (asking for ``num_candidates`` trajectories) sent to an
-    ``egohorizon.llm`` backend; each answer parsed into candidates and scored like the model's."""
-    from egohorizon.llm import make_backend
-    from egohorizon.metrics.embedders import get_embedder
-    from egohorizon.tasks.forecast import candidates_from_texts, evaluate, prediction_records
-
-    conf = OmegaConf.to_container(cfg.llm, resolve=True)
-    if not conf.get("model"):
-        raise ConfigError(
-            "predictor llm: set llm.model (a model name on the server, or a hub id / local path)"
-        )
-    backend = make_backend(
-        conf["model"],
-        base_url=conf.get("base_url"),
-        cache_dir=conf.get("cache_dir"),
-        **(conf.get("options") or {}),
-    )
-    n = int(conf["num_candidates"])
-    points = datamodule.points["test"]
-    prompts = [datamodule.render_prompt(point, n_candidates=n) for point in points]
-    answers = backend.generate_many(
-        prompts,
-        max_new_tokens=int(conf["max_new_tokens"]),
-        temperature=float(conf["temperature"]),
-        seed=int(cfg.seed),
-        n=1,
-    )
-    texts = {point.id: list(answer) for point, answer in zip(points, answers)}
-    candidates = {pid: candidates_from_texts(t, "in_prompt", n) for pid, t in texts.items()}
-    evaluation = evaluate(
-        points,
-        candidates,
-        get_embedder(cfg.embedder),
-        split,
-        cfg.n_random_draws,
-        cfg.seed,
-        prefix="llm",
-        max_candidates=n,
-    )
-    prompt = datamodule.prompt
-    write_jsonl(
-        out_dir / "predictions" / "llm.jsonl",
-        prediction_records(
-            points, texts, candidates, backend.model_id, prompt.name, prompt.version, int(cfg.seed)
-        ),
-    )
-    return evaluation
-
-
-def group_rows(reports: dict[str, dict[str, Any]], with_random: bool = True) -> list[dict[str, Any]]:
-    """One row per (source, level, K), every predictor side by side, from the structured reports
-    (``{"forecast" | "llm" | "repeat_last": report}``): ``<predictor>_S``, ``_S_norm``,
-    ``_invalid_rate``, ``_n``, and the random baseline's ``random_S`` (its S_rand)."""
-    from egohorizon.tasks.forecast import group_suffix
-
-    rows: dict[tuple, dict[str, Any]] = {}
-    for report in reports.values():
-        several = len({g["source"] for g in report["groups"]}) > 1
-        for g in report["groups"]:
-            rows.setdefault(
-                (g["source"], g["level"], g["k"]),
-                {"group": group_suffix(g, several), "source": g["source"], "level": g["level"], "k": g["k"]},
-            )
-    for prefix, report in reports.items():
-        for g in report["groups"]:
-            row = rows[(g["source"], g["level"], g["k"])]
-            row.update(
-                {
-                    f"{prefix}_S": g["S"],
-                    f"{prefix}_S_norm": g["S_norm"],
-                    f"{prefix}_invalid_rate": g["invalid"] / g["n"] if g["n"] else 0.0,
-                    f"{prefix}_n": float(g["n"]),
-                }
-            )
-            if with_random and g.get("S_rand") is not None:
-                row["random_S"] = g["S_rand"]
-    return [rows[key] for key in sorted(rows)]
-
-
-def format_rows(rows: list[dict[str, Any]]) -> str:
-    """One line per group: each predictor's S_norm with its raw S (and invalid rate), random's S."""
-
-    def num(value: Any) -> str:
-        return "   n/a" if value is None else f"{value:6.3f}"
-
-    names = [
-        (p, label)
-        for p, label in (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
-        if any(f"{p}_S" in r for r in rows)
-    ]
-    header = f"{'group':>18} {'n':>5}" + "".join(f" | {label + ' S_norm (S) inv':>26}" for _, label in names)
-    lines = [header + f" | {'random S':>8}"]
-    for r in rows:
-        n = next((r[f"{p}_n"] for p, _ in names if f"{p}_n" in r), 0)
-        line = f"{r['group']:>18} {int(n):>5}"
-        for p, _ in names:
-            inv = r.get(f"{p}_invalid_rate")
-            rate = "" if inv is None else f"{inv:4.0%}"
-            line += f" | {num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {rate:>5}"
-        lines.append(line + f" | {num(r.get('random_S')):>8}")
-    return "\n".join(lines)
-
-
 # -- entry ------------------------------------------------------------------------------------------
 
 
@@ -501,8 +356,10 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
         from egohorizon.run.setup import setup_run
 
         run_dir = setup_run(cfg)
+    from egohorizon.tasks import predictor_scorer
+
     runs = held_out_runs(cfg)
-    if (cfg.get("eval_task") or "forecast") == "forecast":  # the only task with in-context and llm predictors
+    if predictor_scorer(cfg.get("eval_task") or "forecast") is not None:  # baselines, in context, llm
         datamodule = build_eval_datamodule(cfg, runs=runs, **prompt_settings(cfg))
         model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
         result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)
