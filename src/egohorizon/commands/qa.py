@@ -52,7 +52,7 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
     answer = sub.add_parser(
         "answer", help="answer QA items from the memory's text alone with an LLM backend",
         description="For each item of --split, the --notes event descriptions (levels --levels) most similar to "
-                    "the question and options, all ending before the item's question time (meta.t_question), "
+                    "the question and options (--memory recent: the latest ones), all ending before the item's question time (meta.t_question), "
                     "go into the qa prompt without frames; the backend's answer is read without guessing and "
                     "scored with chance and the majority-position baseline. Writes OUT/predictions.jsonl and "
                     "OUT/report.json and prints the report. --notes 0: the question alone (items without a "
@@ -65,6 +65,9 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--world", default=None, help="demo world folder for the events (default world)")
     answer.add_argument("--split", default="test", help="items whose meta.split is this (all: every item)")
     answer.add_argument("--notes", type=nonneg_int, default=20, help="memory notes per question (default 20)")
+    answer.add_argument("--memory", choices=("retrieved", "recent"), default="retrieved",
+                        help="which notes: the most similar to the question and options, or the latest before the "
+                             "question time (default retrieved)")
     answer.add_argument("--levels", default="1,2,3,4,5", help="event levels in the memory, comma-separated")
     answer.add_argument("--embedder", default="words", help="memory text embedder: words | minilm | ...")
     answer.add_argument("--max-new-tokens", type=positive_int, default=8, help="most tokens generated per answer")
@@ -148,8 +151,7 @@ def run_answer(args: argparse.Namespace) -> int:
         t_q = item.meta.get("t_question")
         notes = []
         if memory is not None:
-            hits = memory.search(item.participant, float(t_q), memory_query(item), k=args.notes, kinds=["event"])
-            notes = sorted((h.entry.start, h.entry.end, h.entry.text) for h in hits)
+            notes = _notes(memory, item, float(t_q), args.notes, args.memory, memory_query)
         prompts.append(render_qa_prompt(item.question, item.options, t_q, (), notes, image_mark=""))
     options = {"timeout": args.timeout, "max_concurrency": args.concurrency} if args.base_url else {}
     backend = make_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, **options)
@@ -167,10 +169,22 @@ def run_answer(args: argparse.Namespace) -> int:
     write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,
                                                                    prompt.name, prompt.version, 0))
     report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id,
-              "notes": args.notes, "levels": args.levels, "split": args.split}
+              "notes": args.notes, "memory": args.memory if args.notes else None, "levels": args.levels,
+              "split": args.split}
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     write_result({"out": str(out), "headline": task.headline(evaluation), **evaluation.metrics})
     return 0
+
+
+def _notes(memory, item, t_question: float, n: int, which: str, memory_query) -> list[tuple[float, float, str]]:
+    """(start, end, text) of ``n`` event notes that end before the question time, in time order: the
+    most similar to the question and options, or the latest ones (``which`` = "recent")."""
+    if which == "recent":
+        entries = [e for e in memory.before(item.participant, t_question) if e.kind == "event"][-n:]
+    else:
+        entries = [h.entry for h in memory.search(item.participant, t_question, memory_query(item), k=n,
+                                                  kinds=["event"])]
+    return sorted((e.start, e.end, e.text) for e in entries)
 
 
 def _text_memory(args: argparse.Namespace):
