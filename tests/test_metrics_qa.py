@@ -190,3 +190,22 @@ def test_hd_epic_questions_with_five_options(shared_data):
         assert extract_answer(f"The answer is ({letter}).", choices) == letter
         checked += 1
     assert checked >= 40
+
+
+def test_per_category_pools_the_tasks_of_each_named_category_by_hand():
+    """HD-EPIC VQA's categories (meta.category) are reported as such: macro over their tasks, micro over items."""
+    def item(i, task, category, answer):
+        return QAItem(id=f"q{i}", participant="p", task=task, question="?", options=["a", "b", "c", "d", "e"],
+                      answer=answer, meta={"category": category})
+
+    items = [item(0, "recipe_step_localization", "recipe", "A"), item(1, "recipe_step_localization", "recipe", "B"),
+             item(2, "recipe_multi_step", "recipe", "A"),
+             item(3, "gaze_gaze_estimation", "gaze", "C")]
+    answers = {"q0": "A", "q1": "A", "q2": "A", "q3": None}
+    report = score_qa(items, answers)
+    # recipe: tasks 1/2 and 1/1 -> macro 0.75, micro 2/3; gaze: 0/1
+    assert report["per_category"]["recipe"] == {"avg": 0.75, "acc": 2 / 3, "n": 3, "n_tasks": 2}
+    assert report["per_category"]["gaze"] == {"avg": 0.0, "acc": 0.0, "n": 1, "n_tasks": 1}
+    assert report["per_level"] == {}  # HD-EPIC's prototypes carry no EgoMonth level
+    plain = QAItem(id="x", participant="p", task="t", question="?", options=["a", "b"], answer="A")
+    assert score_qa([plain], {"x": "A"})["per_category"] == {}  # no category named: none reported

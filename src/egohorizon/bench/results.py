@@ -153,6 +153,13 @@ def format_summary(summary: Mapping[str, Any]) -> str:
                                                   if both else []), r["n"], r["n_tasks"]] for lv, r in levels.items()]
         heads = ["level", f"Avg {mode}", f"Acc {mode}", "Avg strict", "Acc strict"] if both else ["level", "Avg", "Acc"]
         text += "\n" + table([*heads, "n", "tasks"], rows)
+    categories = scores[mode].get("per_category") or {}
+    if categories:  # HD-EPIC VQA's 7 categories, named as such
+        rows = [[name, r["avg"], r["acc"], *([strict["per_category"][name]["avg"], strict["per_category"][name]["acc"]]
+                                             if both else []), r["n"], r["n_tasks"]] for name, r in categories.items()]
+        heads = ["category", f"Avg {mode}", f"Acc {mode}", "Avg strict", "Acc strict"] if both else \
+            ["category", "Avg", "Acc"]
+        text += "\n" + table([*heads, "n", "tasks"], rows)
     per_difficulty = summary["per_difficulty"]
     if list(per_difficulty) != ["-"]:
         rows = [[value, r[mode]["Avg"], r[mode]["Acc"], *([r["strict"]["Avg"], r["strict"]["Acc"]] if both else []),

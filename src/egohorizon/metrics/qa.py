@@ -145,17 +145,24 @@ def score_qa(
         EgoMonth (e.g. HD-EPIC's); items without a level are left out of ``per_level`` only.
     Returns ``Avg`` (macro mean of per-task accuracy), ``Acc`` (micro accuracy), ``n``, ``invalid``,
     ``chance`` (mean of 1 / number of options), ``per_task`` {task: {acc, n, correct, invalid,
-    level}} and ``per_level`` {level: {avg (macro over its tasks), acc (micro), n, n_tasks}}.
+    level}}, ``per_level`` {level: {avg (macro over its tasks), acc (micro), n, n_tasks}} and
+    ``per_category`` {category: the same}, for benchmarks whose items name one in ``meta.category``
+    (HD-EPIC VQA's 7: recipe, ingredient, nutrition, fine_grained, 3d_perception, object_motion, gaze);
+    empty when none does.
     Accuracies are fractions in [0, 1]; None when there are no items.
     """
     per_task: dict[str, dict] = {}
     task_names: dict[str, str] = {}
     correct_total = invalid_total = 0
+    category_of: dict[str, str] = {}  # task -> its items' category
     for item in items:
         name = task_names.setdefault(task_key(item.task), item.task)
         row = per_task.setdefault(
             name, {"acc": None, "n": 0, "correct": 0, "invalid": 0, "level": item_level(item, task_levels)}
         )
+        category = (item.meta or {}).get("category")
+        if isinstance(category, str) and category:
+            category_of.setdefault(name, category)
         answer = answers.get(item.id)
         row["n"] += 1
         if answer is None:
@@ -170,15 +177,11 @@ def score_qa(
     for row in per_task.values():
         if row["level"] is not None:
             by_level[row["level"]].append(row)
-    per_level = {
-        str(level): {
-            "avg": sum(r["acc"] for r in rows) / len(rows),
-            "acc": sum(r["correct"] for r in rows) / sum(r["n"] for r in rows),
-            "n": sum(r["n"] for r in rows),
-            "n_tasks": len(rows),
-        }
-        for level, rows in sorted(by_level.items())
-    }
+    per_level = {str(level): _pooled(rows) for level, rows in sorted(by_level.items())}
+    by_category: dict[str, list[dict]] = defaultdict(list)
+    for name, category in category_of.items():
+        by_category[category].append(per_task[name])
+    per_category = {category: _pooled(rows) for category, rows in sorted(by_category.items())}
     n = len(items)
     return {
         "Avg": sum(r["acc"] for r in per_task.values()) / len(per_task) if per_task else None,
@@ -188,6 +191,17 @@ def score_qa(
         "chance": sum(1 / len(item.options) for item in items) / n if n else None,
         "per_task": dict(sorted(per_task.items())),
         "per_level": per_level,
+        "per_category": per_category,
+    }
+
+
+def _pooled(rows: Sequence[dict]) -> dict:
+    """A group of task rows: ``avg`` (macro over its tasks), ``acc`` (micro), ``n``, ``n_tasks``."""
+    return {
+        "avg": sum(r["acc"] for r in rows) / len(rows),
+        "acc": sum(r["correct"] for r in rows) / sum(r["n"] for r in rows),
+        "n": sum(r["n"] for r in rows),
+        "n_tasks": len(rows),
     }
 
 

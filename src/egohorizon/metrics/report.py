@@ -96,6 +96,11 @@ def format_qa(report: dict) -> str:
             ["level", "avg", "acc", "n", "tasks"],
             [[f"L{lv}", r["avg"], r["acc"], r["n"], r["n_tasks"]] for lv, r in report["per_level"].items()],
         )
+    if report.get("per_category"):  # HD-EPIC VQA's categories
+        text += "\n" + table(
+            ["category", "avg", "acc", "n", "tasks"],
+            [[name, r["avg"], r["acc"], r["n"], r["n_tasks"]] for name, r in report["per_category"].items()],
+        )
     text += (
         f"\nAvg {fmt(report['Avg'])} ({len(report['per_task'])} tasks)   Acc {fmt(report['Acc'])} "
         f"(n {report['n']})   invalid {report['invalid']}   chance {fmt(report['chance'])}\n"

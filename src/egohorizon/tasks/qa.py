@@ -18,7 +18,8 @@ def _key(text: str) -> str:
 
 def flat_metrics(report: Mapping[str, Any], split: str, prefix: str = "qa") -> dict[str, float]:
     """``{split}/qa_avg``, ``_acc``, ``_invalid_rate``, ``_n``, ``_chance``, per task type
-    ``{split}/qa_acc_<task>`` and per level ``{split}/qa_avg_level<L>``; absent values are left out."""
+    ``{split}/qa_acc_<task>``, per level ``{split}/qa_avg_level<L>`` and per category (HD-EPIC's)
+    ``{split}/qa_avg_category_<name>``; absent values are left out."""
     out: dict[str, float] = {}
     for name, value in (("avg", report["Avg"]), ("acc", report["Acc"]), ("chance", report["chance"])):
         if value is not None:
@@ -29,6 +30,8 @@ def flat_metrics(report: Mapping[str, Any], split: str, prefix: str = "qa") -> d
         out[f"{split}/{prefix}_acc_{_key(task)}"] = float(row["acc"])
     for level, row in report["per_level"].items():
         out[f"{split}/{prefix}_avg_level{level}"] = float(row["avg"])
+    for category, row in report.get("per_category", {}).items():
+        out[f"{split}/{prefix}_avg_category_{_key(category)}"] = float(row["avg"])
     return out
 
 
