@@ -170,9 +170,22 @@ def test_one_target_per_config_file():
 
 
 def test_eval_config_composes_with_the_studies(tmp_path):
-    for sweep in ("context", "levels"):
+    from hydra.utils import get_method
+
+    for sweep in ("context", "levels", "grounding"):
         cfg = _compose("eval", [f"+sweep={sweep}", f"paths.run_dir={tmp_path}"])
         assert cfg.sweep.name == sweep
+        assert callable(get_method(cfg.sweep._target_))  # each study is the function its file names
+
+
+def test_a_study_without_a_function_is_refused_by_name(tmp_path):
+    from egohorizon.errors import ConfigError
+    from egohorizon.run.studies import run_sweep
+
+    cfg = _compose("eval", ["+sweep=context", "sweep._target_=egohorizon.run.studies.no_such_study",
+                            f"paths.run_dir={tmp_path}"])
+    with pytest.raises(ConfigError, match="sweep._target_=egohorizon.run.studies.no_such_study"):
+        run_sweep(cfg, tmp_path)
     cfg = _compose("eval", [f"paths.run_dir={tmp_path}"])
     assert list(cfg.sweep.n_context if "sweep" in cfg else []) == []
     assert list(_compose("eval", ["+sweep=context", f"paths.run_dir={tmp_path}"]).sweep.n_context) == [

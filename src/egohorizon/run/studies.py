@@ -27,33 +27,55 @@ from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-SWEEPS = ("context", "levels")
-
-
 def run_sweep(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
-    name = cfg.sweep.name
-    if name == "grounding":  # issue 15: compares finished runs' scores, no model is loaded here
-        from omegaconf import OmegaConf
+    """The study that ``conf/sweep/<name>.yaml`` names by ``_target_`` (a function of the config and the
+    run folder): a new study is a function and a config file, no edit here."""
+    from hydra.utils import get_method
 
-        from egohorizon.studies.grounding import run_grounding_study
+    target = cfg.sweep.get("_target_")
+    if not target:
+        raise ConfigError(f"sweep {cfg.sweep.get('name')!r}: no _target_ naming its study function "
+                          "(conf/sweep/context.yaml has one)")
+    try:
+        study = get_method(target)
+    except (ImportError, AttributeError, ValueError) as error:  # hydra wraps the import error
+        raise ConfigError(f"sweep._target_={target}: not a study function ({error})") from None
+    return study(cfg, run_dir)
 
-        runs = OmegaConf.to_container(cfg.sweep.runs, resolve=True)
-        return {**run_grounding_study(runs, run_dir / "sweep_grounding", split=cfg.split,
-                                      n_boot=cfg.sweep.n_boot, seed=cfg.seed,
-                                      repeat_last=bool(cfg.sweep.get("repeat_last", False))),
-                "run_dir": str(run_dir)}
-    if name not in SWEEPS:
-        raise ConfigError(f"sweep.name: expected one of {SWEEPS}, got {name!r}")
+
+def grounding_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """Issue 15: compares finished runs' scores (text, frames, memory, both); no model is loaded here."""
+    from omegaconf import OmegaConf
+
+    from egohorizon.studies.grounding import run_grounding_study
+
+    runs = OmegaConf.to_container(cfg.sweep.runs, resolve=True)
+    return {**run_grounding_study(runs, run_dir / "sweep_grounding", split=cfg.split, n_boot=cfg.sweep.n_boot,
+                                  seed=cfg.seed, repeat_last=bool(cfg.sweep.get("repeat_last", False))),
+            "run_dir": str(run_dir)}
+
+
+def context_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """S_norm against the number of context events (NextMe-800's Figure 5)."""
+    _forecasting_only(cfg, "context")
+    return _curve_study(cfg, run_dir, "context", _context_rows(cfg, run_dir), plot_context)
+
+
+def levels_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """S_norm per level L1-L5 at K = 1 and 10."""
+    _forecasting_only(cfg, "levels")
+    return _curve_study(cfg, run_dir, "levels", _level_rows(cfg, run_dir), plot_levels)
+
+
+def _forecasting_only(cfg: DictConfig, name: str) -> None:
     if (cfg.get("eval_task") or "forecast") != "forecast":
         raise ConfigError(f"+sweep={name}: the studies are forecasting's (task=forecast), not {cfg.eval_task}'s")
-    rows = _context_rows(cfg, run_dir) if name == "context" else _level_rows(cfg, run_dir)
+
+
+def _curve_study(cfg: DictConfig, run_dir: Path, name: str, rows: list[dict], plot_rows) -> dict[str, Any]:
     out = run_dir / f"sweep_{name}"
     write_table(rows, out)
-    plot = (
-        plot_context(rows, out.with_suffix(".png"))
-        if name == "context"
-        else plot_levels(rows, out.with_suffix(".png"))
-    )
+    plot = plot_rows(rows, out.with_suffix(".png"))
     result = {
         "sweep": name,
         "rows": rows,
