@@ -22,7 +22,7 @@ Nothing is patched into a datamodule from outside: these calls are the whole int
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import lightning as L
 
@@ -30,6 +30,10 @@ import lightning as L
 class TaskDataModule(L.LightningDataModule):
     tokenizer: Any = None
     processor: Any = None
+    # The data settings recorded beside every adapter this datamodule trains (egohorizon_adapter.json,
+    # "data"), read from the data config: what eval.py, compare, serve and the offline jobs need to
+    # prompt the adapter as it was trained. A task adds its own (ForecastDataModule: levels, K, context).
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = ("prompt", "use_chat_template", "max_length")
 
     def prepare(self) -> None:
         """Build or load the splits' inputs; called once, before the backbone is prepared."""

@@ -35,7 +35,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -213,6 +213,9 @@ def collate_windows(samples: list[dict[str, Any]], reuse_buffers: bool = True) -
 
 
 class CaptionDataModule(TaskDataModule):
+    # the offline caption job and serve render the frames and close-up the adapter trained on
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window", "crops")
+
     def __init__(
         self,
         shards: str | None = None,

@@ -19,7 +19,7 @@ import logging
 import random
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
@@ -35,6 +35,10 @@ IGNORE_INDEX = -100
 
 
 class ForecastDataModule(TaskDataModule):
+    # eval.py warns when it evaluates with another context length than the adapter trained with
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "levels", "ks", "n_context",
+                                                   "eval_prompt_candidates")
+
     def __init__(
         self,
         events: str | None = None,

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from torch.utils.data import DataLoader, Dataset
 
@@ -76,6 +76,9 @@ class QAItems(Dataset):
 
 
 class QADataModule(TaskDataModule):
+    # serve renders as many frames per window as the adapter trained on
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window")
+
     def __init__(
         self,
         items: str | None = None,

@@ -215,3 +215,18 @@ def test_the_eval_studies_pass_the_settings_checks(tmp_path):
 
     for sweep in ("context", "levels", "grounding"):
         validate_config(_compose("eval", [f"+sweep={sweep}", f"paths.run_dir={tmp_path}"]))
+
+
+@pytest.mark.parametrize("overrides, expected", [
+    (["experiment=forecast_l3"], {"prompt": None, "use_chat_template": None, "max_length": 1024, "levels": [3],
+                                  "ks": [1, 10], "n_context": 10, "eval_prompt_candidates": 1}),
+    (["experiment=caption_demo"], {"prompt": None, "use_chat_template": None, "max_length": None,
+                                   "frames_per_window": 2, "crops": True}),
+    (["experiment=abstract_demo"], {"prompt": None, "use_chat_template": None, "max_length": 1024}),
+])
+def test_adapters_record_the_data_settings_their_datamodule_names(overrides, expected, tmp_path):
+    """Issue 24: which data settings go beside an adapter is the datamodule's say (ADAPTER_SETTINGS), not a
+    list of every task's keys in egohorizon.run."""
+    from egohorizon.run.setup import _data_settings
+
+    assert _data_settings(_compose("train", [*overrides, f"paths.run_dir={tmp_path}"])) == expected

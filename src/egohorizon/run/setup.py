@@ -106,18 +106,12 @@ def build_model(cfg: DictConfig, backbone, datamodule=None):
 
 
 def _data_settings(cfg: DictConfig) -> dict[str, Any]:
-    keys = (
-        "levels",
-        "ks",
-        "n_context",
-        "prompt",
-        "eval_prompt_candidates",
-        "use_chat_template",
-        "max_length",
-        "frames_per_window",  # the captioner's frames and close-up: the offline caption job renders the same
-        "crops",
-    )
-    return {k: OmegaConf.to_container(cfg.data, resolve=True).get(k) for k in keys}
+    """The data settings the task's datamodule class says its adapters record (``ADAPTER_SETTINGS``)."""
+    from hydra.utils import get_class
+
+    keys = getattr(get_class(cfg.data._target_), "ADAPTER_SETTINGS", ())
+    data = OmegaConf.to_container(cfg.data, resolve=True)
+    return {key: data.get(key) for key in keys}
 
 
 def build_callbacks(cfg: DictConfig) -> list:
