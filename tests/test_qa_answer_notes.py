@@ -3,7 +3,7 @@ latest before the question time (--memory recent), never one that ends at or aft
 
 from types import SimpleNamespace
 
-from egohorizon.commands.qa import _notes
+from egohorizon.commands.qa import _first_per_task, _notes
 from egohorizon.memory import MemoryIndex, text_embedder
 from egohorizon.schema import Event
 
@@ -35,3 +35,8 @@ def test_retrieved_notes_are_the_most_similar_in_time_order_and_end_before_the_q
     notes = _notes(_memory(), item, 45.0, 2, "retrieved", _query)
     assert [text for _, _, text in notes] == ["wash the mug", "wash the pan"]  # not "wash the mug again"
     assert all(end < 45.0 for _, end, _ in notes)
+
+
+def test_per_task_takes_the_first_n_items_of_every_task_in_file_order():
+    items = [SimpleNamespace(id=str(i), task=task) for i, task in enumerate("aabacbbc")]
+    assert [i.id for i in _first_per_task(items, 2)] == ["0", "1", "2", "4", "5", "7"]

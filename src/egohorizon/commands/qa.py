@@ -75,6 +75,9 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply (default 300)")
     answer.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to the server (default 2)")
     answer.add_argument("--limit", type=positive_int, help="the first N items of the split (default: all)")
+    answer.add_argument("--per-task", type=positive_int,
+                        help="the first N items of each task type of the split, in file order (a stratified quick "
+                             "look, e.g. at HD-EPIC VQA's 28 prototypes); applied before --limit")
     answer.set_defaults(handler=run_answer)
 
 
@@ -139,7 +142,10 @@ def run_answer(args: argparse.Namespace) -> int:
     from egohorizon.tasks import get_task
 
     every = load_jsonl(args.items, QAItem)
-    items = [i for i in every if args.split == "all" or i.meta.get("split") == args.split][: args.limit]
+    items = [i for i in every if args.split == "all" or i.meta.get("split") == args.split]
+    if args.per_task:
+        items = _first_per_task(items, args.per_task)
+    items = items[: args.limit]
     if not items:
         raise ConfigError(f"{args.items}: no items of split {args.split!r} (meta.split)")
     memory = None
@@ -169,11 +175,22 @@ def run_answer(args: argparse.Namespace) -> int:
     write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,
                                                                    prompt.name, prompt.version, 0))
     report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id,
-              "notes": args.notes, "memory": args.memory if args.notes else None, "levels": args.levels,
-              "split": args.split}
+              "notes": args.notes, "memory": args.memory if args.notes else None, "per_task": args.per_task,
+              "levels": args.levels, "split": args.split}
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
     write_result({"out": str(out), "headline": task.headline(evaluation), **evaluation.metrics})
     return 0
+
+
+def _first_per_task(items: list, n: int) -> list:
+    """The first ``n`` items of every task type, in file order."""
+    seen: dict[str, int] = {}
+    kept = []
+    for item in items:
+        seen[item.task] = seen.get(item.task, 0) + 1
+        if seen[item.task] <= n:
+            kept.append(item)
+    return kept
 
 
 def _notes(memory, item, t_question: float, n: int, which: str, memory_query) -> list[tuple[float, float, str]]:
