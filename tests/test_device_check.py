@@ -84,3 +84,20 @@ def test_without_a_gpu_the_real_check_says_so_and_exits_2():
     done = subprocess.run(["bash", str(REPO / "scripts/device_check.sh"), "--models", "qwen3_vl_8b"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 2 and "no CUDA GPU visible" in done.stderr
+
+
+@pytest.mark.gpu
+def test_on_a_visible_gpu_the_real_size_check_passes():
+    """The lent machine's check (issue 26): real-size Qwen2.5-VL-7B with random bf16 weights, the project's
+    LoRA, 5 steps on images and generation. Run by `make test` only where a CUDA GPU is visible."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible")
+    done = subprocess.run(["bash", str(REPO / "scripts/device_check.sh"), "--models", "qwen2_5_vl_7b"],
+                          capture_output=True, text=True, timeout=900, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    result = summary["device_check"][0]
+    assert summary["ok"] and result["ok"] and result["lora_targets_vision"] == 0
+    assert result["losses"][-1] < result["losses"][0] and result["peak_memory_gib"] > 0
