@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from egohorizon.bench.failures import FailureBudget
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import ForecastPoint
 
@@ -43,8 +44,6 @@ N_CANDIDATES = 3  # both protocols ask for the paper's three trajectories
 # What a line was made with: a rerun with another of these into the same OUT is refused.
 PROVENANCE_KEYS = ("model", "protocol", "prompt", "prompt_version", "context_events", "n_candidates", "seed",
                    "temperature", "max_new_tokens")
-FAIL_FAST_AFTER = 3  # model failures with no answer yet: the model or server does not work at all
-MIN_TRIED_FOR_CHECK = 20
 
 
 @dataclass
@@ -199,7 +198,7 @@ def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, 
         # Load a local model before OUT is touched: a wrong --model ends here, with nothing written.
         backend.generate("Hello", max_new_tokens=1, temperature=0.0, seed=0)
     started = time.perf_counter()
-    counts = {"tried": 0, "answered": 0, "failed": 0}
+    budget = FailureBudget(settings.max_failures, "points")
     with ItemsLog(out / PREDICTIONS_FILE) as results:
         rows = results.open()
         check_provenance(rows, run, out)
@@ -207,42 +206,29 @@ def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, 
         log.info("%s: %d points, %d already answered in %s, %d to go (%s, protocol %s)", points_file, len(points),
                  len(points) - len(todo), out, len(todo), backend.model_id, settings.protocol)
         try:
-            _answer(outcomes(backend, todo, settings, bool(base_url)), len(todo), results, rows, run, counts,
-                    settings, progress or StepProgress())
+            _answer(outcomes(backend, todo, settings, bool(base_url)), len(todo), results, rows, run, budget,
+                    progress or StepProgress())
         finally:  # also when stopped early or interrupted: the summary of what is finished
             from egohorizon.bench.forecast_summary import summarize, write_summary
 
             summary = summarize(points, rows, run, embedder, settings.draws)
             write_summary(out / SUMMARY_FILE, summary)
     wall = time.perf_counter() - started
-    timing = {"tried": counts["tried"], "wall_s": round(wall, 3),
-              "points_per_s": round(counts["tried"] / wall, 4) if wall > 0 and counts["tried"] else None}
+    timing = {"tried": budget.tried, "wall_s": round(wall, 3),
+              "points_per_s": round(budget.tried / wall, 4) if wall > 0 and budget.tried else None}
     return summary, timing
 
 
 def _answer(stream: Iterator[Outcome], total: int, results, rows: dict[str, dict[str, Any]],
-            run: Mapping[str, Any], counts: dict[str, int], settings: ForecastBenchSettings, progress) -> None:
-    first = ""  # the first model failure, for the stop messages
+            run: Mapping[str, Any], budget: FailureBudget, progress) -> None:
     with progress.step("bench forecast", total=total, unit="points") as advance:
         for outcome in stream:
-            counts["tried"] += 1
+            budget.record(model_error=outcome.error, where=f"point {outcome.point.id!r}")
             if outcome.error is not None:
-                counts["failed"] += 1
-                first = first or f"point {outcome.point.id!r}: {outcome.error}"
                 log.warning("point %s: the model failed (%s); it stays unfinished", outcome.point.id, outcome.error)
             else:
-                counts["answered"] += 1
                 row = row_of(outcome, run)
                 results.append(row)
                 rows[row["id"]] = row
             advance(1)
-            _stop_early(counts, settings.max_failures, first)
-
-
-def _stop_early(counts: dict[str, int], max_failures: float, first: str) -> None:
-    if counts["failed"] >= FAIL_FAST_AFTER and counts["answered"] == 0:
-        raise DataError(f"the model failed on the first {counts['failed']} points, stopping; first: {first}. "
-                        "Finished points are kept: rerun the same command to resume")
-    if counts["tried"] >= MIN_TRIED_FOR_CHECK and counts["failed"] / counts["tried"] > max_failures:
-        raise DataError(f"{counts['failed']} of {counts['tried']} points failed ({counts['failed'] / counts['tried']:.1%}),"
-                        f" above --max-failures {max_failures:.1%}; first: {first}")
+            budget.check()

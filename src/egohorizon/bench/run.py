@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from egohorizon.bench.failures import FailureBudget
 from egohorizon.bench.results import (
     FAILED,
     ITEMS_FILE,
@@ -47,8 +48,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_EXTRACTION = {"egomonth": "egomonth-cs", "egoschema": "egoschema"}  # --protocol paper, by source
 SAMPLING = {"paper": "paper", "egohorizon": "uniform"}  # protocol -> bench.sampling rule
-FAIL_FAST_AFTER = 3  # model failures with no answer yet: the model or server is not working at all
-MIN_TRIED_FOR_CHECK = 20
 
 
 @dataclass
@@ -342,7 +341,7 @@ def run_bench(dataset: str | Path, out: str | Path, model: str, *, base_url: str
         # Load the local model before OUT is touched: a wrong --model ends here, with nothing written.
         generate(backend, "Hello", BenchSettings(max_new_tokens=1))
     started = time.perf_counter()
-    counts = {"tried": 0, "answered": 0, "input": 0, "model": 0}
+    budget = FailureBudget(settings.max_failures, "items")
     with ItemsLog(out / ITEMS_FILE) as results:
         rows = results.open()
         check_provenance(rows, {k: run[k] for k in PROVENANCE_KEYS}, out)
@@ -351,47 +350,32 @@ def run_bench(dataset: str | Path, out: str | Path, model: str, *, base_url: str
                  len(items) - len(todo), out, len(todo), backend.model_id, settings.protocol, ", blind" if blind else "")
         try:
             _answer(backend, todo, Preparer(settings, blind), settings, bool(base_url), results, rows,
-                    lambda outcome: row_of(outcome, mode, blind, run), counts, progress or StepProgress())
+                    lambda outcome: row_of(outcome, mode, blind, run), budget, progress or StepProgress())
         finally:  # also when stopped early or interrupted: the summary of what is finished
             summary = summarize(items, rows, run)
             write_summary(out, summary)
     wall = time.perf_counter() - started
-    timing = {"tried": counts["tried"], "wall_s": round(wall, 3),
-              "items_per_s": round(counts["tried"] / wall, 4) if wall > 0 and counts["tried"] else None}
+    timing = {"tried": budget.tried, "wall_s": round(wall, 3),
+              "items_per_s": round(budget.tried / wall, 4) if wall > 0 and budget.tried else None}
     return summary, timing
 
 
 def _answer(backend, todo: Sequence[QAItem], preparer: Preparer, settings: BenchSettings, remote: bool,
-            results: ItemsLog, rows: dict[str, dict[str, Any]], make_row, counts: dict[str, int], progress) -> None:
-    first: list[str] = []  # the first failure's message, for the stop messages
+            results: ItemsLog, rows: dict[str, dict[str, Any]], make_row, budget: FailureBudget, progress) -> None:
     with progress.step("bench run", total=len(todo), unit="items") as advance:
         for outcome in outcomes(backend, todo, preparer, settings, remote):
-            counts["tried"] += 1
-            problem = outcome.model_error or (outcome.failure or {}).get("reason")
-            if problem:
-                first = first or [f"item {outcome.item.id!r}: {problem}"]
+            input_error = (outcome.failure or {}).get("reason") if outcome.model_error is None else None
+            budget.record(model_error=outcome.model_error, input_error=input_error, where=f"item {outcome.item.id!r}")
             if outcome.model_error is not None:
-                counts["model"] += 1
-                log.warning("item %s: the model failed (%s); it stays unfinished", outcome.item.id, problem)
+                log.warning("item %s: the model failed (%s); it stays unfinished", outcome.item.id, outcome.model_error)
             else:
-                counts["input" if outcome.failure else "answered"] += 1
-                if outcome.failure:
-                    log.warning("item %s: %s", outcome.item.id, problem)
+                if input_error:
+                    log.warning("item %s: %s", outcome.item.id, input_error)
                 row = make_row(outcome)
                 results.append(row)
                 rows[row["id"]] = row
             advance(1)
-            _stop_early(counts, settings, first)
-
-
-def _stop_early(counts: dict[str, int], settings: BenchSettings, first: list[str]) -> None:
-    bad = counts["input"] + counts["model"]
-    if counts["model"] >= FAIL_FAST_AFTER and counts["answered"] == 0 and counts["input"] == 0:
-        raise DataError(f"the model failed on the first {counts['model']} items, stopping; first: {first[0]}. "
-                        "Finished items are kept: rerun the same command to resume")
-    if counts["tried"] >= MIN_TRIED_FOR_CHECK and bad / counts["tried"] > settings.max_failures:
-        raise DataError(f"{bad} of {counts['tried']} items failed ({bad / counts['tried']:.1%}), above --max-failures "
-                        f"{settings.max_failures:.1%}; first: {first[0]}")
+            budget.check()
 
 
 def check_failures(summary: dict[str, Any], max_failures: float) -> None:
