@@ -36,6 +36,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="announce some task switches in the frames a few seconds ahead (a phone lighting "
                              "up, a colleague walking in) and write cues.jsonl; events are unchanged "
                              "(docs/grounding.md)")
+    parser.add_argument("--hands", type=out_dir, default=None, metavar="DIR",
+                        help="also write the hand-clip demo's records (clips, boxes, segments, split: docs/hands.md) "
+                             "to DIR, the gold `score segments` and `score judges` read")
     parser.set_defaults(handler=run_demo)
 
 
@@ -68,6 +71,10 @@ def run_demo(args: argparse.Namespace) -> int:
         from egohorizon.data.demo.samples import write_frame_samples
 
         summary["frames"] = str(write_frame_samples(world, out / "frames", args.frame_count, args.frame_size))
+    if args.hands:
+        from egohorizon.data.demo.hands import build_hand_clips
+
+        summary["hands"] = {"path": str(args.hands), **build_hand_clips(args.hands, seed=args.seed)}
     if args.as_json:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
@@ -82,4 +89,6 @@ def run_demo(args: argparse.Namespace) -> int:
         log.info("cue switches: %s", summary["cue_switches"])
     if args.frames:
         print(f"\nframes: {summary['frames']} (contact_sheet.jpg shows gaze as a red ring)")
+    if args.hands:
+        print(f"\nhand clips: {args.hands} ({summary['hands']['clips']}; gold segments in segments.jsonl)")
     return 0

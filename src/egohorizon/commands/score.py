@@ -189,6 +189,32 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     boxes.set_defaults(handler=run_boxes)
 
+    judges = tasks.add_parser(
+        "judges",
+        help="how far a segment judge (e.g. the LLM judge) agrees with another (default exact) on gold label pairs",
+        description="Pairs of gold labels of each --kinds, each clip's segments in time order against another "
+        "clip's (seeded), decided by --judge and by --against: the share they agree on, Cohen's kappa, the "
+        "four counts and the first disagreements. No predictions needed: a check of the judge itself.",
+    )
+    judges.add_argument("--gold", required=True, help="gold segments .jsonl file (schema.Segment)")
+    judges.add_argument("--judge", required=True, help="the judge checked: llm | embedding | verb | verdicts:FILE")
+    judges.add_argument("--against", default="exact", help="the reference judge (default exact)")
+    judges.add_argument("--kinds", default="subtask,hand_caption",
+                        help="segment kinds, comma-separated (default subtask,hand_caption: the LLM-judged ones)")
+    judges.add_argument("--max-pairs", type=positive_int, default=100, help="pairs per kind at most (default 100)")
+    judges.add_argument("--seed", type=int, default=0, help="seed of the partner clips and of the sample")
+    for option, default, text in (("--embedder", "minilm", "embedder of the embedding judge"),
+                                  ("--judge-model", None, ("LLM judge: a server's model id, a hub id, a path or a "
+                                                           "backbone name (smollm2_135m)")),
+                                  ("--judge-url", None, "LLM judge: OpenAI-compatible base URL"),
+                                  ("--judge-api-key-env", "OPENAI_API_KEY", "env variable holding the API key"),
+                                  ("--cache-dir", None, "LLM judge verdict cache")):
+        judges.add_argument(option, default=default, help=text)
+    judges.add_argument("--threshold", type=bounded_float(-1, 1), default=0.75, help="embedding judge threshold")
+    judges.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
+    judges.add_argument("--out", default=None, help="write the report as JSON here")
+    judges.set_defaults(handler=run_judges)
+
     agreement = tasks.add_parser(
         "agreement",
         help="validate a forecast metric on human rankings: pairwise accuracy, H10, score histogram",
@@ -591,6 +617,41 @@ def _make_judge(spec: str, prompt: str, args: argparse.Namespace):
         root = Path(os.environ.get("EGOHORIZON_CACHE") or Path.home() / ".cache" / "egohorizon")
         return LLMJudge(backend, prompt, cache_dir=args.cache_dir or root / "judge")
     raise ConfigError(f"--judge {spec!r}: expected exact, verb, embedding, llm or verdicts:FILE")
+
+
+def run_judges(args: argparse.Namespace) -> int:
+    """``score judges``: one judge against another on pairs of gold labels (metrics.judge_agreement)."""
+    from egohorizon.errors import ConfigError
+    from egohorizon.metrics.judge_agreement import agreement, gold_pairs
+    from egohorizon.metrics.report import table
+    from egohorizon.schema import Segment
+
+    _check_out(args.out)
+    segments = _load_gold(args, Segment)
+    kinds = [k.strip() for k in args.kinds.split(",") if k.strip()]
+    report: dict = {"gold": args.gold, "against": args.against, "kinds": {}}
+    rows = []
+    for kind in kinds:
+        pairs = gold_pairs(segments, kind, args.max_pairs, args.seed)
+        if not pairs:
+            raise ConfigError(f"{args.gold}: fewer than two clips with {kind!r} segments; nothing to pair "
+                              f"(--kinds {args.kinds})")
+        prompt = "judge_hand_caption" if kind == "hand_caption" else "judge_subtask"
+        judge, reference = _make_judge(args.judge, prompt, args), _make_judge(args.against, prompt, args)
+        result = agreement(pairs, judge, reference)
+        report["kinds"][kind] = {"judge": judge.describe(), "reference": reference.describe(), **result}
+        rows.append([kind, result["n"], result["agreement"], result["kappa"], result["judge_match_rate"],
+                     result["reference_match_rate"], result["judge_only"], result["reference_only"]])
+    judge_name = report["kinds"][kinds[0]]["judge"]
+    print(f"{judge_name['judge']}{' (' + judge_name['model'] + ')' if judge_name.get('model') else ''} "
+          f"against {args.against} on gold label pairs of {args.gold}")
+    print(table(["kind", "pairs", "agreement", "kappa", "judge matches", "reference matches", "judge only",
+                 "reference only"], rows))
+    for kind, block in report["kinds"].items():
+        for d in block["disagreements"][:3]:
+            print(f"  {kind}: {d['gold']!r} vs {d['pred']!r}: judge {d['judge']}, {args.against} {d['reference']}")
+    _write_report(report, args.out)
+    return 0
 
 
 def run_captions(args: argparse.Namespace) -> int:
