@@ -44,6 +44,7 @@ def _instantiate_all(cfg, run_dir: Path, accelerator: str | None = None):
 TESTED_ELSEWHERE = {
     "abstract_demo": "test_abstract_train.py",
     "forecast_epic_smollm2": "test_forecast_epic_smollm2.py",
+    "forecast_hdepic_smollm2": "test_forecast_epic_smollm2.py",
     "hands_demo": "test_hands_task.py",
     "qa_demo": "test_qa_configs.py",
     "qa_demo_x4": "test_qa_configs.py",

