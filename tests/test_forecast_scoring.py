@@ -6,7 +6,6 @@ from __future__ import annotations
 import pytest
 
 from egohorizon.metrics.embedders import get_embedder
-from egohorizon.tasks.forecast_predictors import format_rows, group_rows
 from egohorizon.schema import ForecastPoint, ForecastPrediction
 from egohorizon.tasks.forecast import (
     candidates_from_texts,
@@ -17,6 +16,7 @@ from egohorizon.tasks.forecast import (
     prediction_records,
     summary_rows,
 )
+from egohorizon.tasks.forecast_predictors import format_rows, group_rows
 
 
 def _point(pid: str, context: list[str], targets: list[str], source: str = "toy") -> ForecastPoint:

@@ -2,7 +2,7 @@
 
 import dataclasses
 
-import egohorizon.schema as schema
+from egohorizon import schema
 from egohorizon.schema import checks
 from egohorizon.schema.record import Record
 
