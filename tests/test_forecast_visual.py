@@ -75,6 +75,9 @@ def test_prompt_with_frames_marks_each_image_before_now(world):
         render_grounded_prompt(point, [point.t0])
 
 
+_FRAME_MODULES: dict = {}
+
+
 @settings(max_examples=100, deadline=None)
 @given(fraction=st.floats(0, 1), m=st.integers(0, 5), stride=st.integers(1, 4), crop=st.booleans())
 def test_the_datamodule_never_shows_a_frame_at_or_after_t0(world, fraction, m, stride, crop):
@@ -82,7 +85,9 @@ def test_the_datamodule_never_shows_a_frame_at_or_after_t0(world, fraction, m, s
     time is strictly before t0 and inside one of the participant's recordings."""
     from egohorizon.schema import ForecastPoint
 
-    module = _visual(world, frames=m, frame_stride=stride, gaze_crop=crop)
+    key = (str(world), m, stride, crop)  # one datamodule per setting: building it is most of the time
+    module = _FRAME_MODULES.get(key) or _FRAME_MODULES.setdefault(key, _visual(world, frames=m, frame_stride=stride,
+                                                                                 gaze_crop=crop))
     spans = [(r.start, r.end) for r in module.world().recordings if r.participant == "p01"]
     lo, hi = min(s for s, _ in spans), max(e for _, e in spans)
     t0 = lo - 5 + fraction * (hi - lo + 10)
