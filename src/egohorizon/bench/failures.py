@@ -7,9 +7,10 @@ already written stay, so rerunning the same command resumes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from egohorizon.errors import DataError
+from egohorizon.errors import ConfigError, DataError
 
 FAIL_FAST_AFTER = 3  # model failures with no answer yet: the model or server is not working at all
 MIN_TRIED_FOR_CHECK = 20
@@ -47,3 +48,14 @@ class FailureBudget:
         if self.tried >= MIN_TRIED_FOR_CHECK and bad / self.tried > self.max_failures:
             raise DataError(f"{bad} of {self.tried} {self.unit} failed ({bad / self.tried:.1%}), above --max-failures "
                             f"{self.max_failures:.1%}; first: {self.first}")
+
+
+def ask_model(generate: Callable[[], str]) -> tuple[str | None, str | None]:
+    """(reply, None), or (None, "Kind: message") when the model fails on this one try. A ConfigError (the
+    model cannot be loaded at all) is not one try's failure: it stops the run."""
+    try:
+        return generate(), None
+    except ConfigError:
+        raise
+    except Exception as error:  # noqa: BLE001 - one try's model failure; FailureBudget decides when to stop
+        return None, f"{type(error).__name__}: {error}"

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from egohorizon.bench.failures import FailureBudget
+from egohorizon.bench.failures import FailureBudget, ask_model
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import ForecastPoint
 
@@ -149,12 +149,7 @@ def outcomes(backend, points: Sequence[ForecastPoint], settings: ForecastBenchSe
     def ask(point: ForecastPoint) -> Outcome:
         prompt, shown = render(point, settings.protocol)
         outcome = Outcome(point, shown)
-        try:
-            outcome.text = generate(backend, prompt, settings)
-        except ConfigError:  # the model cannot be loaded at all: not this point's failure
-            raise
-        except Exception as error:  # noqa: BLE001 - one point's model failure; the run decides when to stop
-            outcome.error = f"{type(error).__name__}: {error}"
+        outcome.text, outcome.error = ask_model(lambda: generate(backend, prompt, settings))
         return outcome
 
     if not remote:

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from egohorizon.bench.failures import FailureBudget
+from egohorizon.bench.failures import FailureBudget, ask_model
 from egohorizon.bench.results import (
     FAILED,
     ITEMS_FILE,
@@ -286,12 +286,7 @@ def outcomes(backend, items: Sequence[QAItem], preparer: Preparer, settings: Ben
     def ask(prepared: tuple[Outcome, Any]) -> Outcome:
         outcome, prompt = prepared
         if outcome.failure is None:
-            try:
-                outcome.text = generate(backend, prompt, settings)
-            except ConfigError:  # the model cannot be loaded at all: not this item's failure
-                raise
-            except Exception as error:  # noqa: BLE001 - one item's model failure; the run decides when to stop
-                outcome.model_error = f"{type(error).__name__}: {error}"
+            outcome.text, outcome.model_error = ask_model(lambda: generate(backend, prompt, settings))
         return outcome
 
     workers = settings.concurrency if remote else 1

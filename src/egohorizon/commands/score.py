@@ -114,24 +114,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     segments.add_argument(
         "--threshold", type=bounded_float(-1, 1), default=0.75, help="cosine threshold of the embedding judge"
     )
-    segments.add_argument(
-        "--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path"
-    )
-    segments.add_argument(
-        "--judge-url",
-        default=None,
-        help="LLM judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1); "
-        "without it the model runs locally with transformers",
-    )
-    segments.add_argument(
-        "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
-    )
-    segments.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
-    segments.add_argument(
-        "--cache-dir",
-        default=None,
-        help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)",
-    )
+    add_llm_judge_options(segments)
     segments.add_argument(
         "--iou", type=bounded_float(0, 1, lo_open=True), default=0.75, help="temporal IoU for semantic F1 (default 0.75)"
     )
@@ -172,15 +155,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     captions.add_argument(
         "--most-frequent", default=None, help="the most-frequent baseline's action, given directly"
     )
-    captions.add_argument(
-        "--judge-model", default=None, help="LLM judge: model id (server) or hub id / local path"
-    )
-    captions.add_argument("--judge-url", default=None, help="LLM judge: OpenAI-compatible base URL")
-    captions.add_argument(
-        "--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key"
-    )
-    captions.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
-    captions.add_argument("--cache-dir", default=None, help="LLM judge verdict cache")
+    add_llm_judge_options(captions)
     captions.set_defaults(handler=run_captions)
 
     boxes = _task(tasks, "boxes", "EgoHome centroid hit fraction of hand boxes")
@@ -203,15 +178,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="segment kinds, comma-separated (default subtask,hand_caption: the LLM-judged ones)")
     judges.add_argument("--max-pairs", type=positive_int, default=100, help="pairs per kind at most (default 100)")
     judges.add_argument("--seed", type=seed, default=0, help="seed of the partner clips and of the sample")
-    for option, default, text in (("--embedder", "minilm", "embedder of the embedding judge"),
-                                  ("--judge-model", None, ("LLM judge: a server's model id, a hub id, a path or a "
-                                                           "backbone name (smollm2_135m)")),
-                                  ("--judge-url", None, "LLM judge: OpenAI-compatible base URL"),
-                                  ("--judge-api-key-env", "OPENAI_API_KEY", "env variable holding the API key"),
-                                  ("--cache-dir", None, "LLM judge verdict cache")):
-        judges.add_argument(option, default=default, help=text)
+    judges.add_argument("--embedder", default="minilm", help="embedder of the embedding judge")
     judges.add_argument("--threshold", type=bounded_float(-1, 1), default=0.75, help="embedding judge threshold")
-    judges.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
+    add_llm_judge_options(judges)
     judges.add_argument("--out", default=None, help="write the report as JSON here")
     judges.set_defaults(handler=run_judges)
 
@@ -235,6 +204,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agreement.add_argument("--out", default=None, help="write the report as JSON here")
     agreement.add_argument("--plot", default=None, help="write the score histogram as a PNG here")
     agreement.set_defaults(handler=run_agreement)
+
+
+def add_llm_judge_options(parser: argparse.ArgumentParser) -> None:
+    """The LLM judge's options (``--judge llm``), the same for every command that judges labels."""
+    parser.add_argument("--judge-model", default=None,
+                        help="LLM judge: model id (server), hub id, local path or backbone name (smollm2_135m)")
+    parser.add_argument("--judge-url", default=None,
+                        help="LLM judge: OpenAI-compatible base URL (e.g. http://127.0.0.1:8000/v1); "
+                             "without it the model runs locally with transformers")
+    parser.add_argument("--judge-api-key-env", default="OPENAI_API_KEY", help="env variable holding the API key")
+    parser.add_argument("--judge-concurrency", type=positive_int, default=8, help="LLM judge: requests in flight")
+    parser.add_argument("--cache-dir", default=None,
+                        help="LLM judge verdict cache (default $EGOHORIZON_CACHE/judge or ~/.cache/egohorizon/judge)")
 
 
 def _task(tasks, name: str, help_text: str) -> argparse.ArgumentParser:
@@ -621,6 +603,8 @@ def _make_judge(spec: str, prompt: str, args: argparse.Namespace):
 
 def run_judges(args: argparse.Namespace) -> int:
     """``score judges``: one judge against another on pairs of gold labels (metrics.judge_agreement)."""
+    import sys
+
     from egohorizon.errors import ConfigError
     from egohorizon.metrics.judge_agreement import agreement, gold_pairs
     from egohorizon.metrics.report import table
@@ -642,14 +626,15 @@ def run_judges(args: argparse.Namespace) -> int:
         report["kinds"][kind] = {"judge": judge.describe(), "reference": reference.describe(), **result}
         rows.append([kind, result["n"], result["agreement"], result["kappa"], result["judge_match_rate"],
                      result["reference_match_rate"], result["judge_only"], result["reference_only"]])
-    judge_name = report["kinds"][kinds[0]]["judge"]
-    print(f"{judge_name['judge']}{' (' + judge_name['model'] + ')' if judge_name.get('model') else ''} "
-          f"against {args.against} on gold label pairs of {args.gold}")
-    print(table(["kind", "pairs", "agreement", "kappa", "judge matches", "reference matches", "judge only",
-                 "reference only"], rows))
-    for kind, block in report["kinds"].items():
-        for d in block["disagreements"][:3]:
-            print(f"  {kind}: {d['gold']!r} vs {d['pred']!r}: judge {d['judge']}, {args.against} {d['reference']}")
+    # The command's result goes to stdout, as every score command writes its table (sys.stdout.write).
+    described = report["kinds"][kinds[0]]["judge"]
+    model = f" ({described['model']})" if described.get("model") else ""
+    lines = [f"{described['judge']}{model} against {args.against} on gold label pairs of {args.gold}",
+             table(["kind", "pairs", "agreement", "kappa", "judge matches", "reference matches", "judge only",
+                    "reference only"], rows)]
+    lines += [f"  {kind}: {d['gold']!r} vs {d['pred']!r}: judge {d['judge']}, {args.against} {d['reference']}"
+              for kind, block in report["kinds"].items() for d in block["disagreements"][:3]]
+    sys.stdout.write("\n".join(lines) + "\n")
     _write_report(report, args.out)
     return 0
 
