@@ -99,3 +99,49 @@ def test_constrained_decoding_needs_a_trained_adapter(tmp_path, capsys):
     code = main(["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "h"), "--model", "m",
                  "--base-url", "http://127.0.0.1:9/v1", "--constrained"])
     assert code == 2 and "needs a trained adapter" in capsys.readouterr().err
+
+
+def _eval_config(tmp, *extra):
+    from conftest import REPO_ROOT
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        return compose("eval", overrides=[
+            "+experiment=abstract_demo", f"data.events={tmp}/events.jsonl", f"paths.cache_dir={tmp}/cache",
+            f"backbone.cache_dir={tmp}/cache", "data.max_events=12", "data.max_eval_items=4",
+            "data.val_frac=0.2", "data.test_frac=0.2", "model.generation.max_new_tokens=256",
+            "trainer.enable_progress_bar=false", "score_options.embedder=exact", *extra])
+
+
+def _rows(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_eval_without_ckpt_scores_the_untrained_backbone_with_the_tasks_prompt(trained, tmp_path):
+    """A real model's zero-shot row: eval.py without ckpt scores the config's backbone, frozen, on the
+    trained run's own test days (its split file), with the task's prompt, constrained decoding and both
+    baselines, through the callback that scored the trained adapter."""
+    from egohorizon.run.evaluation import evaluate_run
+
+    tmp, _result = trained
+    cfg = _eval_config(tmp, f"data.split_file={tmp}/run/split.json", f"paths.run_dir={tmp_path}/zero_shot")
+    result = evaluate_run(cfg)
+    assert result["task"] == "abstract" and result["ckpt"] is None and result["n_points"] == 4
+    for key in ("test/abstract_boundary_f1", "test/fixed_chunks_abstract_boundary_f1", "test/abstract_invalid_rate"):
+        assert key in result["metrics"], key
+    trained_rows = _rows(tmp / "run" / "predictions" / "test.jsonl")
+    zero_shot_rows = _rows(tmp_path / "zero_shot" / "predictions" / "test.jsonl")
+    assert [r["id"] for r in zero_shot_rows] == [r["id"] for r in trained_rows]  # the same held-out test runs
+    assert all(r["prompt"] == "abstract" for r in zero_shot_rows)
+    # Constrained decoding (conf/model/abstract.yaml): every reply starts with the first group at event 0;
+    # the random toy's descriptions may still run out of tokens, and those replies count as invalid.
+    assert all(r["text"].startswith("0-") for r in zero_shot_rows)
+
+
+def test_eval_without_ckpt_or_model_predictor_is_refused_for_a_model_only_task(trained, tmp_path):
+    from egohorizon.errors import ConfigError
+    from egohorizon.run.evaluation import evaluate_run
+
+    tmp, _result = trained
+    cfg = _eval_config(tmp, "predictors=[repeat_last]", f"paths.run_dir={tmp_path}/none")
+    with pytest.raises(ConfigError, match="keep `model` among the predictors"):
+        evaluate_run(cfg)

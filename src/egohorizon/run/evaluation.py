@@ -1,7 +1,9 @@
 """``python eval.py``: evaluate a trained adapter, an untrained backbone prompted in context, and the
 repeat-last and random baselines on held-out points; and the context-scaling and per-level studies.
 ``python eval.py task=caption ckpt=...``: any task's trained adapter on a held-out split, scored by the
-task with its baselines (``evaluate_task_model``).
+task with its baselines (``evaluate_task_model``); without ``ckpt`` the config's backbone, frozen, with the
+task's own prompt and decoding (``python eval.py experiment=abstract_demo backbone=smollm2_135m``: a
+real model's zero-shot row beside the trained adapter's).
 
 Like ``egohorizon.run`` this reads the Hydra config; the scoring is the same code the training
 callback uses (``GenerationEvalCallback`` with the run's task), so the numbers mean the same thing.
@@ -163,9 +165,12 @@ def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
 # -- the model predictor ----------------------------------------------------------------------------
 
 
-def build_eval_model(cfg: DictConfig, datamodule):
+def build_eval_model(cfg: DictConfig, datamodule, candidates_in_one_answer: bool = True):
     """The ``model`` predictor (a trained adapter, or the config's backbone prompted in context); hands
-    its tokenizer to the datamodule, which was built with ``prompt_settings``."""
+    its tokenizer to the datamodule, which was built with ``prompt_settings``. The untrained backbone
+    lists every candidate in one answer (forecasting's in-context predictor) unless
+    ``candidates_in_one_answer`` is off: then it decodes as the task's model config says, with the
+    task's prompt (another task's zero-shot row)."""
     from hydra.utils import instantiate
 
     from egohorizon.backbones import HFBackbone
@@ -190,8 +195,9 @@ def build_eval_model(cfg: DictConfig, datamodule):
     else:
         backbone = instantiate(cfg.backbone, _convert_="all")
         backbone.prepare(corpus=datamodule.training_corpus)
-        # In context: one answer that lists every candidate, as the prompt asks.
-        generation = {**OmegaConf.to_container(cfg.model.generation, resolve=True), "mode": "in_prompt"}
+        generation = OmegaConf.to_container(cfg.model.generation, resolve=True)
+        if candidates_in_one_answer:  # in context: one answer that lists every candidate, as the prompt asks
+            generation["mode"] = "in_prompt"
         model = instantiate(
             cfg.model, backbone=backbone, lora=None, adapter=None, generation=generation, _convert_="all"
         )
@@ -317,18 +323,20 @@ def evaluate_task_model(cfg: DictConfig, run_dir: Path, runs: list | None = None
     rows and table are the task's, as at the end of training. Returns the result and the model."""
     from egohorizon.tasks import task_class
 
-    if not cfg.get("ckpt"):
+    if not cfg.get("ckpt") and "model" not in cfg.predictors:
         raise ConfigError(
-            f"eval_task={cfg.eval_task}: set ckpt=<adapter folder, *.ckpt or run folder>; only forecasting "
-            "evaluates an untrained backbone in context or the baselines alone"
+            f"eval_task={cfg.eval_task}: set ckpt=<adapter folder, *.ckpt or run folder>, or keep `model` among "
+            "the predictors to score the untrained backbone; only forecasting scores the baselines alone"
         )
     from egohorizon.tasks import PREDICTORS
 
     unknown = set(cfg.predictors) - set(PREDICTORS)
     if unknown:
         raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
-    datamodule = build_eval_datamodule(cfg, runs=runs, **prompt_settings(cfg))
-    model = build_eval_model(cfg, datamodule)
+    # Without ckpt: the config's backbone, frozen, with the task's own prompt and decoding (zero-shot).
+    settings = prompt_settings(cfg) if cfg.get("ckpt") else {}
+    datamodule = build_eval_datamodule(cfg, runs=runs, **settings)
+    model = build_eval_model(cfg, datamodule, candidates_in_one_answer=False)
     evaluation = model_evaluation(cfg, model, datamodule, run_dir)
     task = task_class(cfg.eval_task).from_generation(model.generation)
     rows = task.summary_rows(evaluation)
