@@ -18,8 +18,8 @@ from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
 from datamodules.base import TaskDataModule, load_events
 from datamodules.forecast import BucketBatchSampler, EncodedPoints, TrainCollator, _pad
-from egohorizon.errors import ConfigError
 from egohorizon.data.abstract_items import AbstractItem, gold_compression, make_items
+from egohorizon.errors import ConfigError
 from egohorizon.schema import Event
 
 log = logging.getLogger(__name__)

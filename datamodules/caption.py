@@ -43,6 +43,7 @@ import torch
 from datamodules.base import TaskDataModule
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
+from egohorizon.tasks.caption import caption_window  # the gold record the caption task scores
 
 log = logging.getLogger(__name__)
 
@@ -109,28 +110,6 @@ class CaptionSamples:
             self.calls += 1
         return caption_sample(window.meta, window.frames, window.crops, self.frames_per_window,
                               with_crop=self.crops, prompt=self.prompt, rng=rng)
-
-
-def caption_window(meta: dict[str, Any]):
-    """A shard sample's JSON -> the ``CaptionWindow`` gold record the caption task scores."""
-    from egohorizon.formats.caption import gold_actions, gold_scene
-    from egohorizon.metrics.captions import activity_of
-    from egohorizon.schema import CaptionWindow
-
-    start, end = meta["start"], meta["end"]
-    return CaptionWindow(
-        id=meta["key"],
-        window_s=end - start,
-        actions=[{"start": a.start, "end": a.end, "action": a.text}
-                 for a in gold_actions(meta.get("events", []), start, end)],
-        scene=gold_scene(meta.get("events", []), start, end),
-        source=meta.get("source") or "",
-        participant=meta["participant"],
-        day=meta["day"],
-        session=meta["session"],
-        start=start,
-        activity=activity_of(meta.get("events", []), start, end),
-    )
 
 
 def _fill_images(target: np.ndarray, images_per_sample: list[list[np.ndarray | None]]) -> None:

@@ -20,30 +20,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from egohorizon.errors import ConfigError
-from egohorizon.llm.answer_set import AnswerSet, AnswerTrie, write_answer_set
+from egohorizon.llm.answer_set import AnswerSet, AnswerTrie, training_answer_set, write_answer_set
 from egohorizon.prompts.caption import CAPTION_PROMPT_NAME
 from models.lora_lm import LoRALanguageModule
 
 __all__ = ["ANSWER_SETS", "AnswerTrie", "CaptionModule", "training_answer_set"]
 
 ANSWER_SETS = (None, "train")
-
-
-def training_answer_set(datamodule) -> AnswerSet:
-    """The datamodule's training answers (``training_answers``, the trie's order) and how many training
-    windows have one of them as their target (read from the training shards' JSON members)."""
-    from egohorizon.prompts.caption import render_caption_answer
-
-    answers = datamodule.training_answers()
-    known = set(answers)
-    windows = 0
-    for meta in datamodule.window_metas("train"):
-        target = render_caption_answer(meta["events"], meta["start"], meta["end"])
-        if target:
-            if target not in known:  # the two reads of the training shards must agree
-                raise ConfigError(f"training window {meta.get('key')}: its target is not in training_answers()")
-            windows += 1
-    return AnswerSet.of(answers, windows)
 
 
 class CaptionModule(LoRALanguageModule):

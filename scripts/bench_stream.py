@@ -222,6 +222,9 @@ def naive_loader(root: Path, batch_size: int, workers: int):
 
     import torch
 
+    from egohorizon.repo_conf import glue_importable
+
+    glue_importable()  # datamodules/ is a folder of the checkout
     from datamodules.caption import CaptionInputs, collate_windows
 
     return torch.utils.data.DataLoader(NaiveWindows(root / "files", CaptionInputs()), batch_size=batch_size,
@@ -230,6 +233,9 @@ def naive_loader(root: Path, batch_size: int, workers: int):
 
 
 def our_loader(root: Path, batch_size: int, workers: int, multiplier: int):
+    from egohorizon.repo_conf import glue_importable
+
+    glue_importable()  # datamodules/ is a folder of the checkout
     from datamodules.caption import CaptionInputs, collate_windows
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.data.shards.stream import WindowStream, make_loader

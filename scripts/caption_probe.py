@@ -67,6 +67,9 @@ def main() -> None:
     args = parser.parse_args()
     from sklearn.linear_model import LogisticRegression
 
+    from egohorizon.repo_conf import glue_importable
+
+    glue_importable()  # datamodules/ is a folder of the checkout, not an installed package
     from datamodules.caption import CaptionDataModule
     from egohorizon.cli import main as cli
     from egohorizon.schema import write_jsonl

@@ -145,3 +145,33 @@ def test_eval_without_ckpt_or_model_predictor_is_refused_for_a_model_only_task(t
     cfg = _eval_config(tmp, "predictors=[repeat_last]", f"paths.run_dir={tmp_path}/none")
     with pytest.raises(ConfigError, match="keep `model` among the predictors"):
         evaluate_run(cfg)
+
+
+def test_abstract_smollm2_trains_lora_on_the_real_model_and_decodes_valid_groupings(smollm2_backbone, tmp_path):
+    """experiment=abstract_smollm2: two LoRA steps of the real SmolLM2-135M-Instruct on runs of a few demo
+    days, checkpoint chosen on val, test runs scored with both baselines; with constrained decoding the
+    pretrained model's replies are valid groupings (it ends its descriptions, unlike the random toy)."""
+    from conftest import REPO_ROOT
+
+    from egohorizon.data.demo import load_demo_world
+
+    events = load_demo_world().events
+    days = sorted({(e.participant, e.day) for e in events})
+    chosen = set(days[:5] + days[-5:])
+    write_jsonl(tmp_path / "events.jsonl", [e for e in events if (e.participant, e.day) in chosen])
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[
+            "experiment=abstract_smollm2", f"data.events={tmp_path}/events.jsonl", f"paths.run_dir={tmp_path}/run",
+            f"backbone.cache_dir={smollm2_backbone.cache_dir}", "data.max_events=8", "data.max_eval_items=2",
+            "data.batch_size=2", "data.val_frac=0.2", "data.test_frac=0.2", "trainer.max_steps=2",
+            "trainer.val_check_interval=2", "model.generation.max_new_tokens=96", "logger=csv",
+            "trainer.enable_progress_bar=false", "score_options.embedder=exact"])
+    assert cfg.model.lora.r == 16 and cfg.model.generation.constrained  # finetune/smollm2_135m.yaml, model/abstract.yaml
+    train(cfg)
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    flat = json.dumps(metrics)
+    for key in ("test/abstract_boundary_f1", "test/fixed_chunks_abstract_boundary_f1", "val/abstract_boundary_f1"):
+        assert key in flat, key
+    rows = _rows(tmp_path / "run" / "predictions" / "test.jsonl")
+    assert len(rows) == 2 and all(r["text"].startswith("0-") for r in rows)
+    assert list((tmp_path / "run" / "checkpoints").glob("*.adapter"))

@@ -43,6 +43,7 @@ def _instantiate_all(cfg, run_dir: Path, accelerator: str | None = None):
 # Experiments whose compose-and-instantiate test lives beside their task's other tests.
 TESTED_ELSEWHERE = {
     "abstract_demo": "test_abstract_train.py",
+    "abstract_smollm2": "test_abstract_train.py",
     "forecast_epic_smollm2": "test_forecast_epic_smollm2.py",
     "forecast_hdepic_smollm2": "test_forecast_epic_smollm2.py",
     "hands_demo": "test_hands_task.py",

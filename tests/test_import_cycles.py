@@ -52,3 +52,17 @@ def test_a_lazy_and_a_type_checking_import_still_close_a_circle(tmp_path):
 def test_arrows_one_way_make_no_circle(tmp_path):
     edges = _package(tmp_path, {"__init__.py": "", "low.py": "import json\n", "high.py": "from egohorizon.low import *\n"})
     assert import_cycles.cycles(edges) == []
+
+
+def test_the_package_never_imports_the_lightning_glue():
+    """DESIGN: datamodules/ and models/ import egohorizon, never the other way round (lazy imports too)."""
+    import ast
+
+    upward = []
+    for path in sorted((REPO_ROOT / "src" / "egohorizon").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            upward += [f"{path.relative_to(REPO_ROOT)}:{node.lineno} {n}" for n in names
+                       if n.split(".")[0] in ("models", "datamodules")]
+    assert upward == []

@@ -709,8 +709,8 @@ def _shard_windows(path: str) -> list:
     import json
     import tarfile
 
-    from datamodules.caption import caption_window  # the training run's own gold records
     from egohorizon.data.shards.index import ShardIndex
+    from egohorizon.tasks.caption import caption_window  # the training run's own gold records
 
     windows = []
     for url in ShardIndex.load(path).urls():

@@ -120,3 +120,20 @@ def read_answer_set(folder: str | Path) -> AnswerSet | None:
         raise ConfigError(f"{path}: corrupt answer set: field 'digest' {obj.get('digest')!r} does not match its "
                           f"answers ({digest}); write it again (docs/captioning.md)")
     return AnswerSet(tuple(answers), windows, digest, str(path))
+
+
+def training_answer_set(datamodule) -> AnswerSet:
+    """The datamodule's training answers (``training_answers``, the trie's order) and how many training
+    windows have one of them as their target (read from the training shards' JSON members)."""
+    from egohorizon.prompts.caption import render_caption_answer
+
+    answers = datamodule.training_answers()
+    known = set(answers)
+    windows = 0
+    for meta in datamodule.window_metas("train"):
+        target = render_caption_answer(meta["events"], meta["start"], meta["end"])
+        if target:
+            if target not in known:  # the two reads of the training shards must agree
+                raise ConfigError(f"training window {meta.get('key')}: its target is not in training_answers()")
+            windows += 1
+    return AnswerSet.of(answers, windows)

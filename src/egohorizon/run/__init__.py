@@ -11,7 +11,19 @@ Floors, lowest first (each imports only the ones above it in this list, never ba
   comparison.py, comparison_eval.py    checkpoints of one or several runs scored on the same items
   dispatch.py         ``evaluate``: a study or an evaluation
 The face below names what the entry points use.
+
+The configs' ``_target_`` name the Lightning glue (``models.*``, ``datamodules.*``), folders of the
+checkout rather than installed packages: importing the middle puts the checkout on ``sys.path``
+(``repo_conf.glue_importable``), as running train.py from it does.
 """
+
+from egohorizon.errors import ConfigError
+from egohorizon.repo_conf import glue_importable
+
+try:
+    glue_importable()
+except ConfigError:
+    pass  # not in a checkout: composing a config (conf_dir) says so, with what to do
 
 from egohorizon.run.answer_set import add_answer_set
 from egohorizon.run.comparison_eval import evaluate_checkpoints as compare

@@ -5,7 +5,7 @@
 exports. Adapters saved before the file existed get it from ``egohorizon caption answer-set ADAPTER``:
 the run's datamodule is rebuilt from ``<run>/config.yaml`` (the same shards, the same day split) and
 its training windows' answers are collected by the code the training used
-(``models.caption.training_answer_set``). Nothing is retrained; no weight is read.
+(``egohorizon.llm.answer_set.training_answer_set``). Nothing is retrained; no weight is read.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def run_answer_set(run_dir: str | Path) -> AnswerSet:
     """The training answers of the run in ``run_dir`` (its config.yaml's datamodule)."""
     from omegaconf import OmegaConf
 
+    from egohorizon.llm.answer_set import training_answer_set
     from egohorizon.run.setup import build_datamodule
-    from models.caption import training_answer_set
 
     config_file = Path(run_dir) / "config.yaml"
     if not config_file.is_file():

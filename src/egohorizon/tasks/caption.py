@@ -307,3 +307,24 @@ def _named_embedder(name: str):
     from egohorizon.metrics.embedders import get_embedder
 
     return get_embedder(name)
+
+
+def caption_window(meta: dict[str, Any]):
+    """A shard sample's JSON -> the ``CaptionWindow`` gold record the caption task scores."""
+    from egohorizon.formats.caption import gold_actions, gold_scene
+    from egohorizon.metrics.captions import activity_of
+
+    start, end = meta["start"], meta["end"]
+    return CaptionWindow(
+        id=meta["key"],
+        window_s=end - start,
+        actions=[{"start": a.start, "end": a.end, "action": a.text}
+                 for a in gold_actions(meta.get("events", []), start, end)],
+        scene=gold_scene(meta.get("events", []), start, end),
+        source=meta.get("source") or "",
+        participant=meta["participant"],
+        day=meta["day"],
+        session=meta["session"],
+        start=start,
+        activity=activity_of(meta.get("events", []), start, end),
+    )
