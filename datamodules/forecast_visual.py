@@ -9,7 +9,7 @@ The points, the day split, the leakage guard, the answer and the scoring are tho
 - ``gaze_crop``: a ``crop_size`` close-up around the gaze in the latest of those frames (rendered at
   twice ``frame_size``; when the gaze is missing or off the frame, the centre).
 
-``frames_before`` chooses the times and never returns one at or after ``t0`` (tests/test_forecast_visual.py).
+``frames_before`` chooses the times and never returns one at or after ``t0`` (tests/unit/glue/test_forecast_visual.py).
 Frames come from a demo world rendered on demand: ``demo_dir`` (generated on first use, with
 ``cue_switches`` when set: then points are marked ``meta.cue_driven``). With ``frames: 0`` and
 ``gaze_crop: false`` the module is the text-only ``ForecastDataModule``, batch for batch.

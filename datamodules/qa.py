@@ -9,7 +9,7 @@ memory's ``FrameCatalog`` (one seek and one JPEG decode per frame, whatever the 
   ``MemoryIndex`` (``frames_per_window`` frames each, best first) fill the same budget, and the
   ``notes`` best event descriptions (levels ``memory_levels``, with their times) go into the prompt.
 
-Both only ever reach entries and frames strictly before the question time (tests/test_memory.py);
+Both only ever reach entries and frames strictly before the question time (tests/unit/data/test_memory.py);
 the items themselves pass ``egohorizon.data.leakage.check_qa_items`` when loaded. The prompt
 (``egohorizon.prompts.qa``) shows each frame's time. The target is the answer letter (``target:
 letter``) or the right option's own text (``target: option``, with the ``qa_option`` prompt and the

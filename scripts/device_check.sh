@@ -11,7 +11,7 @@
 # "zero3" figures). scripts/device_check.py has the details. Budget: <= 8 minutes (timeout 480 s).
 #
 #   scripts/device_check.sh              # on the GPU machine
-#   scripts/device_check.sh --dry-run    # the same code on the CPU at toy width, < 60 s (tests/test_device_check.py)
+#   scripts/device_check.sh --dry-run    # the same code on the CPU at toy width, < 60 s (tests/unit/house/test_device_check.py)
 #
 # What it needs: python with torch, transformers (>= 5: Qwen3-VL), peft and PyYAML, and the working tree
 # (src/ is put on PYTHONPATH; nothing is installed, nothing downloaded). It imports no hydra, omegaconf,

@@ -6,7 +6,7 @@ Every ``import`` counts: one inside a function (a lazy import hides a circle, it
 one under ``if TYPE_CHECKING:`` (two modules that need each other's names are one module in two files,
 whenever the names are needed). ``from a.b import c`` is an
 arrow to ``a.b.c`` when that is a module, else to ``a.b``. A circle is a strongly connected component of
-two or more modules (or a module importing itself); tests/test_import_cycles.py checks the count.
+two or more modules (or a module importing itself); tests/unit/house/test_import_cycles.py checks the count.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@
   ``src/egohorizon/``, every module of ``datamodules/`` and ``models/``, and every file of ``scripts/``.
   A ``*`` pattern counts (``compare*.py``).
 
-tests/test_readme_tree.py runs the same check, so a new group file, package or script that the README
+tests/unit/house/test_readme_tree.py runs the same check, so a new group file, package or script that the README
 does not mention fails the tests.
 """
 

@@ -1,8 +1,14 @@
-"""Shared test fixtures: offline settings, the real data folder beside the checkout."""
+"""Shared test fixtures: offline settings, the real data folder beside the checkout.
+
+Tests mirror the layers: tests/unit/<layer>/ (schema, metrics, formats, prompts, tasks, data, llm,
+backbones, bench, callbacks, glue = models/ and datamodules/, pipelines, run, cli, house) and
+tests/integration/ (train.py runs, jobs, Slurm, DeepSpeed, the demo). Helpers that are not tests live in
+tests/support/ (on sys.path from here); example files of the formats in tests/data/."""
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,7 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO_ROOT / "tests" / "support"))  # forecast_toy_world, toy_captioner, fake_vllm
 SHARED_DATA = Path(os.environ.get("EGOHORIZON_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 

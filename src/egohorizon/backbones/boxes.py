@@ -16,7 +16,7 @@ scale for both axes moves boxes by up to a patch -- the classic place grounding 
 resized size comes from ``processor_size`` (transformers' own ``smart_resize`` with the processor's
 patch, merge and pixel settings); the round trip is tested against what the
 processors really produce (``image_grid_thw`` x patch size) at several aspect ratios
-(tests/test_hands_format.py).
+(tests/unit/formats/test_hands_format.py).
 
 Model boxes are whole pixels (what the model writes); mapping back gives floats in the original
 frame, within half a model pixel / scale of the original box.

@@ -86,7 +86,7 @@ def paper_indices(span: VideoSpan, count: int) -> list[int]:
     with fused multiply-adds (its CPU kernel); numpy's float64 linspace picks a neighbouring frame for
     about 3% of (frames, count) pairs of long videos, so the same arithmetic is done here (float64
     products of float32 values are exact, one rounding to float32 as the fused operation does; equal to
-    torch on 12,000 pairs, tests/test_bench_run.py checks a few). Halves round to even, as in torch."""
+    torch on 12,000 pairs, tests/unit/bench/test_bench_run.py checks a few). Halves round to even, as in torch."""
     import numpy as np
 
     if count <= 1:

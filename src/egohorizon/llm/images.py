@@ -17,7 +17,7 @@ from typing import Any
 from egohorizon.llm.base import Message
 
 # egohorizon.backbones.collate.IMAGE_PLACEHOLDER, repeated so that this module imports no backbone code
-# (tests/test_caption_job.py checks they are equal).
+# (tests/integration/test_caption_job.py checks they are equal).
 IMAGE_MARK = "<|vision_start|><|image_pad|><|vision_end|>"
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
 

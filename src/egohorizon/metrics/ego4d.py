@@ -11,7 +11,7 @@ As in ``ego4d_forecasting/evaluation/lta_metrics.py`` (EGO4D/forecasting) and it
 - The edit distance: the code's docstring says Damerau-Levenshtein, but it calls
   ``editdistance.eval``, which is plain Levenshtein (insertions, deletions, substitutions; a swap of
   two neighbours costs 2, not 1). The numbers on the leaderboard are the code's, so this is
-  Levenshtein too; tests/test_metrics_ego4d.py checks it against ``editdistance``.
+  Levenshtein too; tests/unit/metrics/test_metrics_ego4d.py checks it against ``editdistance``.
 
 A point with no parsed prediction counts as one empty candidate: ED 1 at every z. Only the first K
 candidates are read, each cut to its first z actions at every z, as the official code slices

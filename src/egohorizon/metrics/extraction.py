@@ -24,7 +24,7 @@ The EgoMonth scripts' letter range is ``[A-D]`` (every EgoMonth item has four op
 A up to the item's last option letter, the same range for four options. Python's ``\\b`` is
 Unicode-aware, as in the scripts: ``答案：B`` reads B (the full-width colon is not a word character),
 ``答案B`` reads nothing (a CJK character is one). The table of replies and what each mode reads is
-tests/test_qa_extraction.py and docs/scoring.md.
+tests/unit/metrics/test_qa_extraction.py and docs/scoring.md.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ The memory is ``egohorizon.memory.MemoryIndex`` (issue 13) over the person's eve
 The query is the text of the last ``query_events`` context events. ``MemoryIndex.search`` only scores
 entries that end strictly before ``t0``, and what followed a hit is looked up among the same entries
 (``MemoryIndex.before(participant, t0)``), so nothing at or after ``t0`` can come back
-(tests/test_forecast_visual_memory.py). Hits that are in the point's own context are skipped: the
+(tests/unit/glue/test_forecast_visual_memory.py). Hits that are in the point's own context are skipped: the
 context already shows them.
 
 A line reads ``Tue 2025-03-04 09:12 check my messages -> then: reply to Anna's message``; lines are
