@@ -24,18 +24,18 @@ def _is_repo(path: Path) -> bool:
 
 def _editable_source() -> Path | None:
     """The folder an editable install (``pip install -e .``, the Makefile's) was made from: PEP 610's
-    ``direct_url.json``."""
-    try:
-        text = metadata.distribution("egohorizon").read_text("direct_url.json")
-    except metadata.PackageNotFoundError:
-        return None
-    if not text:
-        return None
-    info = json.loads(text)
-    url = info.get("url", "")
-    if not (info.get("dir_info") or {}).get("editable") or not url.startswith("file://"):
-        return None
-    return Path(url.removeprefix("file://"))
+    ``direct_url.json`` of the installed distribution. Every ``egohorizon`` distribution on the path is
+    looked at: the build's ``src/egohorizon.egg-info`` (no direct_url.json) can come first when ``src/``
+    is early on ``sys.path``."""
+    for distribution in metadata.distributions(name="egohorizon"):
+        text = distribution.read_text("direct_url.json")
+        if not text:
+            continue
+        info = json.loads(text)
+        url = info.get("url", "")
+        if (info.get("dir_info") or {}).get("editable") and url.startswith("file://"):
+            return Path(url.removeprefix("file://"))
+    return None
 
 
 def repo_root() -> Path:

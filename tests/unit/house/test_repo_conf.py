@@ -66,3 +66,13 @@ def test_glue_importable_puts_the_checkout_first_once(monkeypatch):
     assert repo_conf.glue_importable() == REPO_ROOT
     repo_conf.glue_importable()
     assert sys.path[0] == str(REPO_ROOT) and sys.path.count(str(REPO_ROOT)) == 1
+
+
+def test_the_editable_source_is_found_when_the_build_metadata_comes_first(monkeypatch, tmp_path):
+    """src/egohorizon.egg-info (written by the editable build, no direct_url.json) early on sys.path."""
+    from conftest import REPO_ROOT as root
+
+    monkeypatch.delenv("EGOHORIZON_CONF", raising=False)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(root / "src"))
+    assert repo_conf._editable_source() == root
