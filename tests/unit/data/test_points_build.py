@@ -3,15 +3,15 @@
 import json
 
 import pytest
-from event_days import BASE, DAY_S, event, many_days
+from event_days import BASE, DAY_S
+from event_days import event as _ev
+from event_days import many_days as _many_days
 
 from egohorizon.cli import main
 from egohorizon.data.points import build_points, count_points, format_t0
 from egohorizon.data.splits import make_day_split
 from egohorizon.errors import DataError
 from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
-
-_ev = event
 
 
 def _timeline():
@@ -70,7 +70,6 @@ def test_levels_are_separate_and_unknown_days_are_an_error():
         build_points(events + [stray], _split(events), levels=(1,))
 
 
-_many_days = many_days
 
 
 def test_sampling_caps_and_spreads_over_days():
