@@ -119,7 +119,8 @@ def test_the_job_setup_applies_the_set_only_when_the_adapter_was_scored_with_it(
 # ------------------------------------------------------------------------------------------------
 
 pytest.importorskip("projectaria_tools")
-from test_caption_job import caption, ingested, lines, printed_report, shards  # noqa: F401 - fixtures
+from aria_sample_shards import ingested, shards  # noqa: F401 - fixtures
+from test_caption_job import caption, lines, printed_report
 
 
 def decoded_windows(folder: Path) -> list:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from aria_sample_shards import build, ingested, shards  # noqa: F401 - fixtures
 from toy_captioner import train_toy_captioner
 
 from egohorizon.cli import main
@@ -28,38 +29,11 @@ pytest.importorskip("projectaria_tools")
 
 REPO = Path(__file__).resolve().parents[2]
 SERVER = REPO / "scripts" / "loopback_vlm_server.py"
-ARIA = "projectaria-tools-testdata/data"
 
 
 # ------------------------------------------------------------------------------------------------
-# Shards of the three real Aria sample recordings, and the loopback server
+# The loopback server (the shards of the real Aria sample recordings: tests/support/aria_sample_shards.py)
 # ------------------------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def ingested(shared_data, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("aria")
-    data = shared_data / ARIA
-    for args in (
-        [str(data / "gen1/aria_everyday_activities_test_data/recording.vrs"), "--participant", "aea1"],
-        [str(data / "gen1/aria_digital_twin_test_data/video.vrs"), "--participant", "adt", "--day", "2021-01-01",
-         "--time-base", "device"],
-        [str(data / "gen2/aria_gen2_unit_test_sequence_with_bluetooth.vrs"), "--participant", "g2"],
-    ):
-        name = args[2]
-        assert main(["ingest", "aria", *args, "--rate", "0", "--out", str(root / "ingested" / name)]) == 0
-    return root / "ingested"
-
-
-def build(ingested: Path, out: Path, *extra: str) -> Path:
-    assert main(["shards", "build", "--ingested", str(ingested), "--out", str(out), "--deid", "off", *extra]) == 0
-    return out
-
-
-@pytest.fixture(scope="module")
-def shards(ingested, tmp_path_factory) -> Path:
-    """30 s windows, frameless ones kept: 3 windows with frames (one per recording) and 3 without."""
-    return build(ingested, tmp_path_factory.mktemp("shards") / "shards", "--min-frames", "0")
 
 
 @contextmanager
@@ -81,7 +55,7 @@ def server_stats(url: str) -> dict:
         return json.loads(reply.read())
 
 
-def caption(shards: Path, out: Path, *args: str) -> int:
+def caption(shards: Path, out: Path, *args: str) -> int:  # noqa: F811
     return main(["caption", str(shards), "--out", str(out), "--no-progress", *args])
 
 
@@ -191,7 +165,7 @@ BUNDLED_PROMPT = {"name": "caption", "version": load_prompt("caption").version}
 HTTP_PROVENANCE = {"model": "loopback-vlm", "adapter": None, "prompt": BUNDLED_PROMPT, "seed": 0}
 
 
-def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, capsys):
+def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, capsys):  # noqa: F811
     out = tmp_path / "out"
     with loopback_server("--latency", "0.05") as url:
         assert caption(shards, out, "--model", "loopback-vlm", "--base-url", url, "--frames-per-window", "4") == 0
@@ -234,7 +208,7 @@ def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, ca
     assert (tmp_path / "audit.html").stat().st_size > 0
 
 
-def corrupt_one_frame(shards: Path, out: Path) -> str:
+def corrupt_one_frame(shards: Path, out: Path) -> str:  # noqa: F811
     """A copy of the shard folder where one window's first frame is not a JPEG any more."""
     import shutil
     import tarfile
@@ -253,7 +227,7 @@ def corrupt_one_frame(shards: Path, out: Path) -> str:
     return next(m.name for m, _ in members if m.name.endswith(".f000.jpg")).split(".")[0]
 
 
-def test_failures_are_counted_listed_and_retried_only_when_worth_it(shards, tmp_path, capsys):
+def test_failures_are_counted_listed_and_retried_only_when_worth_it(shards, tmp_path, capsys):  # noqa: F811
     bad = tmp_path / "shards"
     corrupt = corrupt_one_frame(shards, bad)
     out = tmp_path / "out"
@@ -287,7 +261,7 @@ def test_failures_are_counted_listed_and_retried_only_when_worth_it(shards, tmp_
 
 
 @pytest.mark.slow
-def test_a_request_timeout_fails_its_window_with_the_reason(shards, tmp_path, capsys):
+def test_a_request_timeout_fails_its_window_with_the_reason(shards, tmp_path, capsys):  # noqa: F811
     with loopback_server("--latency", "3") as url:
         assert caption(shards, tmp_path / "out", "--model", "m", "--base-url", url, "--timeout", "0.5",
                        "--retries", "0", "--max-failures", "1") == 0
@@ -301,12 +275,12 @@ def test_a_request_timeout_fails_its_window_with_the_reason(shards, tmp_path, ca
 
 
 @pytest.fixture(scope="module")
-def short_window_shards(ingested, tmp_path_factory) -> Path:
+def short_window_shards(ingested, tmp_path_factory) -> Path:  # noqa: F811
     """0.1 s windows: the recordings' 14 frames make 7 windows, enough to stop a run in the middle."""
     return build(ingested, tmp_path_factory.mktemp("short") / "shards", "--window", "0.1")
 
 
-def _job_command(shards: Path, out: Path, url: str) -> list[str]:
+def _job_command(shards: Path, out: Path, url: str) -> list[str]:  # noqa: F811
     return [sys.executable, "-m", "egohorizon.cli", "caption", str(shards), "--out", str(out), "--model",
             "loopback-vlm", "--base-url", url, "--concurrency", "2", "--no-progress"]
 
@@ -367,7 +341,7 @@ ACTION = "I look around the room"
 TARGET = json.dumps({"start": 0, "end": 30, "action": ACTION})
 
 
-def train_tiny_adapter(shards: Path, folder: Path) -> Path:
+def train_tiny_adapter(shards: Path, folder: Path) -> Path:  # noqa: F811
     """The tiny Qwen2.5-VL captioner with LoRA on language and vision, trained for seconds on the Aria
     windows (their prompts, rendered by caption_sample, -> one timed action) and saved as train.py does."""
     from webdataset.tariterators import group_by_keys, tar_file_expander, url_opener
@@ -388,7 +362,7 @@ def train_tiny_adapter(shards: Path, folder: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_trained_adapter_captions_the_aria_windows(shards, tmp_path, capsys):
+def test_trained_adapter_captions_the_aria_windows(shards, tmp_path, capsys):  # noqa: F811
     adapter = train_tiny_adapter(shards, tmp_path)
     meta = json.loads((adapter / "egohorizon_adapter.json").read_text())
     out = tmp_path / "out"

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from compare_checks import assert_png_drawn, assert_table_matches, wandb_table
 
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.run.comparison import (
@@ -255,25 +256,6 @@ def test_labels_are_short_and_unique():
     assert labels == ["run1/last", "run1/last#2", "run2", "run2/epoch=1-step=8"]
 
 
-def wandb_table(out_dir: Path) -> dict:
-    """The ``compare/table`` an offline W&B run under ``out_dir`` holds (columns, data)."""
-    [path] = (out_dir / "wandb").glob("offline-run-*/files/media/table/compare/table_*.table.json")
-    return json.loads(path.read_text())
-
-
-def assert_table_matches(table: dict, rows: list[dict], columns: list[str]) -> None:
-    assert table["columns"] == columns
-    assert len(table["data"]) == len(rows)
-    for logged, row in zip(table["data"], rows):
-        for column, value in zip(columns, logged):
-            want = row[column]
-            if isinstance(want, float):
-                assert value == pytest.approx(want), column
-            else:
-                assert value == ("" if want is None else want if isinstance(want, int) and column not in (
-                    "step", "source", "level", "k") else str(want)), column
-
-
 @pytest.mark.slow
 def test_wandb_offline_run_holds_table_and_plots(entries, tmp_path, monkeypatch):
     pytest.importorskip("wandb")
@@ -312,16 +294,6 @@ def toy_run(tmp_path_factory, repo_root):
                                           "callbacks.model_checkpoint.save_top_k=-1",
                                           "+callbacks.model_checkpoint.every_n_train_steps=2"]))
     return folder / "run", common
-
-
-def assert_png_drawn(path: Path) -> None:
-    """A real picture: a PNG of some size whose pixels are not one colour."""
-    import numpy as np
-    from PIL import Image
-
-    assert path.stat().st_size > 5000, path
-    pixels = np.asarray(Image.open(path).convert("L"))
-    assert min(pixels.shape) > 200 and len(np.unique(pixels)) > 20, path
 
 
 @pytest.mark.slow

@@ -12,42 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import torch
 from forecast_toy_world import write_toy_events
-from hydra import compose, initialize_config_dir
-from toy_backbone import TOY_BACKBONE
+from run_configs import compose_config, toy_overrides
 
 from egohorizon.checkpoints import resolve_adapter
 from egohorizon.run import evaluate, train
 from egohorizon.run.evaluation import evaluate_run
 from egohorizon.run.setup import resolve_ckpt_path
 from egohorizon.schema import ForecastPoint, ForecastPrediction, load_jsonl
-
-
-def toy_overrides(events, tmp_path, run_name: str) -> list[str]:
-    return [
-        "data=forecast_events",
-        f"data.events={events}",
-        "data.n_context=4",
-        "data.max_train_points=12",
-        "data.max_eval_points=3",
-        "data.batch_size=4",
-        "data.eval_batch_size=4",
-        "data.max_length=2048",
-        "data.num_workers=0",
-        *TOY_BACKBONE,
-        f"backbone.cache_dir={tmp_path}/cache",
-        "model.generation.max_new_tokens=6",
-        "model.generation.max_new_tokens_per_action=2",
-        f"paths.run_dir={tmp_path}/{run_name}",
-        f"paths.cache_dir={tmp_path}/cache",
-        "trainer.enable_progress_bar=false",
-    ]
-
-
-def _compose(name: str, overrides: list[str]):
-    from conftest import REPO_ROOT
-
-    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
-        return compose(name, overrides=overrides)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +33,7 @@ def trained(tmp_path_factory):
         "trainer.check_val_every_n_epoch=1",
         "score_options.embedder=exact",
     ]
-    cfg = _compose("train", overrides)
+    cfg = compose_config("train", overrides)
     result = train(cfg)
     return tmp_path, events, cfg, result
 
@@ -137,7 +108,7 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
     assert resolve_adapter(str(run)).name.endswith(".adapter")
     results = []
     for name in ("eval_a", "eval_b"):
-        cfg = _compose("eval", [*toy_overrides(events, tmp_path, name), f"ckpt={run}", "embedder=exact"])
+        cfg = compose_config("eval", [*toy_overrides(events, tmp_path, name), f"ckpt={run}", "embedder=exact"])
         results.append(evaluate_run(cfg))
     assert results[0]["metrics"] == results[1]["metrics"]
     assert (tmp_path / "eval_a" / "predictions" / "test.jsonl").read_text() == (
@@ -150,7 +121,7 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
 
 def test_baselines_alone_need_no_model(trained):
     tmp_path, events, _, _ = trained
-    cfg = _compose(
+    cfg = compose_config(
         "eval",
         [
             *toy_overrides(events, tmp_path, "baselines"),
@@ -170,7 +141,7 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     tmp_path, events, _, _ = trained
     run = tmp_path / "train"
     common = [*toy_overrides(events, tmp_path, "sweep_context"), "embedder=exact", "data.ks=[1]"]
-    result = evaluate(_compose("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"]))
+    result = evaluate(compose_config("eval", [*common, "+sweep=context", "sweep.n_context=[1,4]", f"ckpt={run}"]))
     rows = result["rows"]
     assert [(r["n_context"], r["k"]) for r in rows] == [(1, 1), (4, 1)]
     assert rows[0]["context_shown_mean"] == 1 and rows[1]["context_shown_mean"] > 1
@@ -178,7 +149,7 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
     folder = tmp_path / "sweep_context"
     for suffix in (".csv", ".md", ".json", ".png"):
         assert (folder / f"sweep_context{suffix}").stat().st_size > 0
-    levels = _compose(
+    levels = compose_config(
         "eval",
         [
             *toy_overrides(events, tmp_path, "sweep_levels"),
@@ -196,14 +167,14 @@ def test_context_and_level_studies_write_a_table_and_a_plot(trained):
 def test_wandb_is_offline_without_a_project_and_keeps_its_run_id(tmp_path):
     from egohorizon.run.setup import build_loggers
 
-    cfg = _compose("train", [f"paths.run_dir={tmp_path}", "logger=default"])
+    cfg = compose_config("train", [f"paths.run_dir={tmp_path}", "logger=default"])
     first = {type(lg).__name__: lg for lg in build_loggers(cfg, tmp_path)}
     assert set(first) == {"CSVLogger", "WandbLogger"}
     run_id = (tmp_path / "wandb_id").read_text().strip()
     assert first["WandbLogger"]._wandb_init["id"] == run_id and first["WandbLogger"]._offline
     again = {type(lg).__name__: lg for lg in build_loggers(cfg, tmp_path)}
     assert again["WandbLogger"]._wandb_init["id"] == run_id  # a resumed run continues the same W&B run
-    online = _compose("train", [f"paths.run_dir={tmp_path}", "logger=wandb", "logger.wandb.project=mine"])
+    online = compose_config("train", [f"paths.run_dir={tmp_path}", "logger=wandb", "logger.wandb.project=mine"])
     assert not build_loggers(online, tmp_path)[0]._offline
 
 
@@ -254,7 +225,7 @@ def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
             f"llm.base_url={server.url}",
             f"llm.cache_dir={tmp_path}/llm_cache",
         ]
-        result = evaluate_run(_compose("eval", overrides))
+        result = evaluate_run(compose_config("eval", overrides))
         metrics = result["metrics"]
         assert metrics["test/llm_S_L3_K1"] == metrics["test/repeat_last_S_L3_K1"]
         assert metrics["test/llm_invalid_rate_L3_K1"] == 0.0
@@ -262,7 +233,7 @@ def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
         assert server.requests == n
         rows = load_jsonl(tmp_path / "llm" / "predictions" / "llm.jsonl", ForecastPrediction)
         assert len(rows) == n and all(r.model == "scripted" and r.prompt == "forecast" for r in rows)
-        again = evaluate_run(_compose("eval", [*overrides, f"paths.run_dir={tmp_path}/llm_again"]))
+        again = evaluate_run(compose_config("eval", [*overrides, f"paths.run_dir={tmp_path}/llm_again"]))
         assert server.requests == n and again["metrics"] == metrics  # answered from the cache
     finally:
         server.httpd.shutdown()
@@ -270,7 +241,7 @@ def test_an_llm_behind_an_openai_server_is_scored_and_cached(tmp_path):
 
 def test_an_untrained_backbone_is_prompted_in_context_for_all_candidates(trained):
     tmp_path, events, _, _ = trained
-    cfg = _compose("eval", [*toy_overrides(events, tmp_path, "in_context"), "embedder=exact", "data.ks=[1]"])
+    cfg = compose_config("eval", [*toy_overrides(events, tmp_path, "in_context"), "embedder=exact", "data.ks=[1]"])
     result = evaluate_run(cfg)
     # A random tiny model does not write the JSON answer: every point is invalid, and counted.
     assert result["metrics"]["test/forecast_invalid_rate_L3_K1"] == 1.0
@@ -284,7 +255,7 @@ def test_an_untrained_backbone_is_prompted_in_context_for_all_candidates(trained
 def test_a_points_file_replaces_the_held_out_split(trained):
     tmp_path, events, _, _ = trained
     points_file = tmp_path / "train" / "points" / "points_val.jsonl"
-    cfg = _compose(
+    cfg = compose_config(
         "eval",
         [
             *toy_overrides(events, tmp_path, "from_file"),

@@ -127,7 +127,7 @@ def test_under_submitit_usr2_saves_a_checkpoint_then_hands_over_to_submitit(tmp_
 @pytest.mark.slow
 def test_train_py_stops_after_a_requeue_without_testing(tmp_path, monkeypatch):
     from forecast_toy_world import write_toy_events
-    from test_run_forecast import _compose, toy_overrides
+    from run_configs import compose_config, toy_overrides
 
     from egohorizon.run import train
 
@@ -135,9 +135,9 @@ def test_train_py_stops_after_a_requeue_without_testing(tmp_path, monkeypatch):
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     monkeypatch.delenv("SUBMITIT_EXECUTOR", raising=False)
     events = write_toy_events(tmp_path)
-    cfg = _compose("train", ["experiment=forecast_l3", *toy_overrides(events, tmp_path, "run"), "logger=csv",
-                             "trainer.max_epochs=2", "callbacks.slurm_requeue.requeue=false",
-                             "+callbacks.signal._target_=test_slurm_requeue.SendSignal"])
+    cfg = compose_config("train", ["experiment=forecast_l3", *toy_overrides(events, tmp_path, "run"), "logger=csv",
+                                   "trainer.max_epochs=2", "callbacks.slurm_requeue.requeue=false",
+                                   "+callbacks.signal._target_=test_slurm_requeue.SendSignal"])
     result = train(cfg)
     run = tmp_path / "run"
     assert result["requeued"] and result["global_step"] == 2

@@ -209,7 +209,7 @@ def test_bad_input_names_file_line_and_field(capsys, tmp_path):
 
 
 def test_llm_judge_through_the_cli_caches_verdicts(capsys, tmp_path):
-    from test_llm_http import ScriptedChatServer
+    from chat_server import ScriptedChatServer
 
     with ScriptedChatServer() as server:
         server.verdicts = {

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from event_days import day_hierarchy
 from PIL import Image
 
 from egohorizon.cli import main
@@ -13,27 +14,6 @@ from egohorizon.data.figures import format_level_table, level_rows, plot_day, wr
 from egohorizon.data.hierarchy import check_hierarchy
 from egohorizon.errors import DataError
 from egohorizon.schema import Event, write_jsonl
-
-DAY_START = {"2025-03-03": 1740992400.0, "2025-03-04": 1741078800.0}  # 09:00 UTC on each day
-
-
-def day_hierarchy(participant: str, day: str) -> list[Event]:
-    """12 one-minute L1 events -> 4 L2 (3 each) -> 2 L3 (2 each): compression 3x and 2x."""
-    t0, session = DAY_START[day], f"{participant}-{day}-s1"
-
-    def event(level: int, n: int, start: float, end: float, children: list[str]) -> Event:
-        return Event(id=f"{participant}-{day}-L{level}-{n}", participant=participant, day=day, session=session,
-                     level=level, start=start, end=end, text=f"level {level} thing {n}", children=children)
-
-    l1 = [event(1, i, t0 + 60 * i, t0 + 60 * i + 50, []) for i in range(12)]
-    l2 = [event(2, j, l1[3 * j].start, l1[3 * j + 2].end, [e.id for e in l1[3 * j:3 * j + 3]]) for j in range(4)]
-    l3 = [event(3, k, l2[2 * k].start, l2[2 * k + 1].end, [e.id for e in l2[2 * k:2 * k + 2]]) for k in range(2)]
-    for parents in (l2, l3):
-        for parent in parents:
-            for child in l1 + l2:
-                if child.id in parent.children:
-                    child.parent = parent.id
-    return l1 + l2 + l3
 
 
 @pytest.fixture

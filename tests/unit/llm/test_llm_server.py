@@ -204,7 +204,7 @@ def test_a_trained_adapter_is_served_as_it_answers_in_process(adapter_folder, ti
 
 def _eval_llm(tmp_path, name: str, model: str, base_url: str | None, extra: list[str]):
     from forecast_toy_world import write_toy_events
-    from test_run_forecast import _compose, toy_overrides
+    from run_configs import compose_config, toy_overrides
 
     from egohorizon.run.evaluation import evaluate_run
 
@@ -213,7 +213,7 @@ def _eval_llm(tmp_path, name: str, model: str, base_url: str | None, extra: list
                  "data.ks=[1]", f"llm.model={model}", f"llm.cache_dir={tmp_path}/{name}_cache", *extra]
     if base_url:
         overrides.append(f"llm.base_url={base_url}")
-    result = evaluate_run(_compose("eval", overrides))
+    result = evaluate_run(compose_config("eval", overrides))
     rows = [json.loads(line) for line in (tmp_path / name / "predictions" / "llm.jsonl").read_text().splitlines()]
     return {k: v for k, v in result["metrics"].items() if "/llm_" in k}, rows
 

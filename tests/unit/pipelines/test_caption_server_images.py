@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("projectaria_tools")
-from test_caption_job import ingested, shards  # noqa: F401 - fixtures
+from aria_sample_shards import ingested, shards  # noqa: F401 - fixtures
 
 
 def raw_samples(folder):

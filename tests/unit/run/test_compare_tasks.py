@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_compare import assert_png_drawn, assert_table_matches, wandb_table
+from compare_checks import assert_png_drawn, assert_table_matches, wandb_table
 
 from egohorizon.errors import DataError
 from egohorizon.metrics.embedders import ExactEmbedder

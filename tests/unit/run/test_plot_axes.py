@@ -11,7 +11,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import pytest
-from test_data_figures import day_hierarchy
+from event_days import day_hierarchy
 
 from egohorizon.data.figures import day_figure
 from egohorizon.schema import Event
@@ -54,7 +54,7 @@ def levels_study(tmp_path_factory):
     from conftest import REPO_ROOT
     from forecast_toy_world import write_toy_events
     from hydra import compose, initialize_config_dir
-    from test_run_forecast import toy_overrides
+    from run_configs import toy_overrides
 
     from egohorizon.run import evaluate
 
