@@ -30,10 +30,21 @@ import lightning as L
 class TaskDataModule(L.LightningDataModule):
     tokenizer: Any = None
     processor: Any = None
-    # The data settings recorded beside every adapter this datamodule trains (egohorizon_adapter.json,
-    # "data"), read from the data config: what eval.py, compare, serve and the offline jobs need to
-    # prompt the adapter as it was trained. A task adds its own (ForecastDataModule: levels, K, context).
-    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = ("prompt", "use_chat_template", "max_length")
+    # The data settings that shape a prompt: compare prompts each checkpoint with the values its adapter
+    # recorded (egohorizon_adapter.json, "data"), whatever the first run's data config says. The prompt
+    # file itself is not among them: eval.py reads it from beside the adapter.
+    PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = ("use_chat_template", "max_length")
+    # The data settings recorded beside every adapter this datamodule trains, read from the data config:
+    # what eval.py, compare, serve and the offline jobs need to prompt the adapter as it was trained. A
+    # task adds its own (ForecastDataModule: levels, K, context).
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = ("prompt", *PROMPT_SETTINGS)
+
+    @classmethod
+    def in_context_settings(cls, generation: dict[str, Any]) -> dict[str, Any]:
+        """Data settings for an untrained backbone prompted in context, given the model's ``generation``
+        config; decided before the datamodule is built. None by default (ForecastDataModule: one answer
+        that lists every candidate)."""
+        return {}
 
     def prepare(self) -> None:
         """Build or load the splits' inputs; called once, before the backbone is prepared."""

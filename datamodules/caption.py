@@ -192,7 +192,8 @@ def collate_windows(samples: list[dict[str, Any]], reuse_buffers: bool = True) -
 
 
 class CaptionDataModule(TaskDataModule):
-    # the offline caption job and serve render the frames and close-up the adapter trained on
+    # the offline caption job, serve and compare render the frames and close-up the adapter trained on
+    PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "frames_per_window", "crops")
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window", "crops")
 
     def __init__(

@@ -35,9 +35,16 @@ IGNORE_INDEX = -100
 
 
 class ForecastDataModule(TaskDataModule):
+    PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "n_context",
+                                                  "eval_prompt_candidates")
     # eval.py warns when it evaluates with another context length than the adapter trained with
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "levels", "ks", "n_context",
                                                    "eval_prompt_candidates")
+
+    @classmethod
+    def in_context_settings(cls, generation: dict[str, Any]) -> dict[str, Any]:
+        """In context the untrained backbone is asked for every candidate in one answer (NextMe's protocol)."""
+        return {"eval_prompt_candidates": int(generation["num_candidates"])}
 
     def __init__(
         self,

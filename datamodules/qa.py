@@ -76,7 +76,8 @@ class QAItems(Dataset):
 
 
 class QADataModule(TaskDataModule):
-    # serve renders as many frames per window as the adapter trained on
+    # serve and compare render as many frames per window as the adapter trained on
+    PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "frames_per_window")
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window")
 
     def __init__(

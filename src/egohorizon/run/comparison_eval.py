@@ -39,7 +39,6 @@ from egohorizon.run.comparison import CompareEntry, check_comparable, checkpoint
 log = logging.getLogger(__name__)
 
 # Data settings an adapter records (egohorizon_adapter.json) that change how its prompts are built.
-PROMPT_SETTINGS = ("n_context", "max_length", "use_chat_template", "eval_prompt_candidates")
 
 
 def default_points(targets: list[str]) -> Path | None:
@@ -151,14 +150,18 @@ def global_step_of(adapter: Path) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def adapter_data(adapter: Path) -> dict[str, Any]:
+def adapter_data(adapter: Path, data_target: str) -> dict[str, Any]:
     """The data settings an adapter records (egohorizon_adapter.json) that change how its prompts are
-    built: each checkpoint is prompted as it was trained."""
+    built, as its datamodule class (``data_target``) declares them (``PROMPT_SETTINGS``): each
+    checkpoint is prompted as it was trained."""
+    from hydra.utils import get_class
+
+    keys = getattr(get_class(data_target), "PROMPT_SETTINGS", ())
     data = (read_adapter_meta(adapter).get("data") or {}) if (adapter / ADAPTER_META_FILE).is_file() else {}
-    return {key: data[key] for key in PROMPT_SETTINGS if key in data}
+    return {key: data[key] for key in keys if key in data}
 
 
-def eval_config(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str], task: str = "forecast",
+def eval_config(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str], task: str,
                 data: dict[str, Any] | None = None) -> DictConfig:
     """``conf/eval.yaml`` as ``eval.py task=<task> ckpt=<adapter> points=<points> paths.run_dir=<run_dir>``
     composes it, with ``data`` (the first run's data settings) under the adapter's prompt settings
@@ -182,7 +185,7 @@ def eval_config(adapter: Path, points: Path | None, run_dir: Path, overrides: li
         if data:
             same_class = data.get("_target_") == cfg.data.get("_target_")
             cfg.data = OmegaConf.merge(cfg.data, data) if same_class else OmegaConf.create(data)
-        for key, value in adapter_data(adapter).items():
+        for key, value in adapter_data(adapter, cfg.data._target_).items():
             if key in cfg.data:
                 cfg.data[key] = value
         users = [o.lstrip("+") for o in overrides if o.lstrip("+").startswith("data.")]
@@ -201,7 +204,7 @@ def config_literal(text: str) -> str:
 
 
 def evaluate_checkpoint(adapter: Path, points: Path | None, run_dir: Path, overrides: list[str],
-                        task: str = "forecast", data: dict[str, Any] | None = None,
+                        task: str, data: dict[str, Any] | None = None,
                         guard: list[dict[str, str]] | None = None) -> dict[str, Any]:
     """``eval.py task=<task> ckpt=<adapter> points=<points>`` in this process; returns run_eval's result.
     ``guard``: ``{run, split_file}`` of every compared run, whose training days no scored item may be on."""

@@ -150,8 +150,8 @@ def own_split_file(cfg: DictConfig, run) -> Path:
 
 def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
     """What the datamodule must render prompts with, decided before it is built: a trained adapter's
-    own prompt file (saved beside it), or, for an untrained backbone prompted in context, one answer
-    listing every candidate."""
+    own prompt file (saved beside it), or, for an untrained backbone prompted in context, what its
+    datamodule class asks for (``in_context_settings``: forecasting lists every candidate in one answer)."""
     if "model" not in cfg.predictors:
         return {}
     if cfg.get("ckpt"):
@@ -159,7 +159,10 @@ def prompt_settings(cfg: DictConfig) -> dict[str, Any]:
         meta = read_adapter_meta(adapter)
         prompt_file = adapter / f"{meta['prompt']['name']}.txt"
         return {"prompt": str(prompt_file)} if prompt_file.is_file() else {}
-    return {"eval_prompt_candidates": int(cfg.model.generation.num_candidates)}
+    from hydra.utils import get_class
+
+    generation = OmegaConf.to_container(cfg.model.generation, resolve=True)
+    return get_class(cfg.data._target_).in_context_settings(generation)
 
 
 # -- the model predictor ----------------------------------------------------------------------------
@@ -306,7 +309,7 @@ def evaluate_predictors(cfg: DictConfig, datamodule, model, out_dir: Path, split
     report dict."""
     from egohorizon.tasks import predictor_scorer
 
-    task = cfg.get("eval_task") or "forecast"
+    task = cfg.eval_task
     scorer = predictor_scorer(task)
     if scorer is None:
         raise ConfigError(f"eval_task={task}: the task scores only a trained adapter (set ckpt=...)")
@@ -367,7 +370,7 @@ def evaluate_run(cfg: DictConfig, run_dir: Path | None = None) -> dict[str, Any]
     from egohorizon.tasks import predictor_scorer
 
     runs = held_out_runs(cfg)
-    if predictor_scorer(cfg.get("eval_task") or "forecast") is not None:  # baselines, in context, llm
+    if predictor_scorer(cfg.eval_task) is not None:  # baselines, in context, llm
         datamodule = build_eval_datamodule(cfg, runs=runs, **prompt_settings(cfg))
         model = build_eval_model(cfg, datamodule) if "model" in cfg.predictors else None
         result = evaluate_predictors(cfg, datamodule, model, run_dir, cfg.split)

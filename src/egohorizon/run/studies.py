@@ -68,7 +68,7 @@ def levels_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
 
 
 def _forecasting_only(cfg: DictConfig, name: str) -> None:
-    if (cfg.get("eval_task") or "forecast") != "forecast":
+    if cfg.eval_task != "forecast":
         raise ConfigError(f"+sweep={name}: the studies are forecasting's (task=forecast), not {cfg.eval_task}'s")
 
 

@@ -3,6 +3,7 @@ instantiates everything but the weights; the experiment files follow the house c
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -233,3 +234,36 @@ def test_adapters_record_the_data_settings_their_datamodule_names(overrides, exp
     from egohorizon.run.setup import _data_settings
 
     assert _data_settings(_compose("train", [*overrides, f"paths.run_dir={tmp_path}"])) == expected
+
+
+@pytest.mark.parametrize("target, expected", [
+    ("datamodules.forecast.ForecastDataModule", {"use_chat_template": False, "max_length": 512, "n_context": 4,
+                                                "eval_prompt_candidates": 1}),
+    ("datamodules.caption.CaptionDataModule", {"use_chat_template": False, "max_length": 512,
+                                               "frames_per_window": 2, "crops": True}),
+    ("datamodules.abstract.AbstractDataModule", {"use_chat_template": False, "max_length": 512}),
+])
+def test_compare_prompts_each_adapter_with_what_its_datamodule_says_shapes_a_prompt(target, expected, tmp_path):
+    """Issue 24: the recorded settings compare applies come from the datamodule class (PROMPT_SETTINGS),
+    not from a list of forecasting's keys in egohorizon.run; the prompt name and the items' settings
+    (levels, K) are never taken from the adapter."""
+    from egohorizon.checkpoints import ADAPTER_META_FILE
+    from egohorizon.run.comparison_eval import adapter_data
+
+    recorded = {"prompt": "forecast", "use_chat_template": False, "max_length": 512, "levels": [3], "ks": [1],
+                "n_context": 4, "eval_prompt_candidates": 1, "frames_per_window": 2, "crops": True}
+    (tmp_path / ADAPTER_META_FILE).write_text(json.dumps({"data": recorded}))
+    (tmp_path / "adapter_config.json").write_text("{}")
+    assert adapter_data(tmp_path, target) == expected
+    assert adapter_data(tmp_path / "missing", target) == {}
+
+
+def test_in_context_settings_are_the_datamodules_say(tmp_path):
+    """An untrained backbone prompted in context: forecasting asks for every candidate in one answer; the
+    other tasks keep their own prompt."""
+    from egohorizon.run.evaluation import prompt_settings
+
+    forecast = _compose("eval", ["model.generation.num_candidates=3", f"paths.run_dir={tmp_path}"])
+    assert prompt_settings(forecast) == {"eval_prompt_candidates": 3}
+    abstract = _compose("eval", ["task=abstract", f"paths.run_dir={tmp_path}"])
+    assert prompt_settings(abstract) == {}
