@@ -1,4 +1,4 @@
-"""AbstractDataModule: runs of level-L events and their gold groups (egohorizon.data.abstract_items),
+"""AbstractDataModule: runs of level-L events and their gold groups (egohorizon.data.events.abstract_items),
 rendered with the abstract prompt and tokenised for a causal LM, split by held-out days.
 
 Training examples are ``prompt + answer + EOS`` with the loss on the answer only (the forecast
@@ -18,7 +18,7 @@ from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
 
 from datamodules.base import TaskDataModule, load_events
 from datamodules.forecast import BucketBatchSampler, EncodedPoints, TrainCollator, _pad
-from egohorizon.data.abstract_items import AbstractItem, gold_compression, make_items
+from egohorizon.data.events.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.errors import ConfigError
 from egohorizon.schema import Event
 

@@ -263,7 +263,7 @@ class CaptionDataModule(TaskDataModule):
         from egohorizon.data.demo import ensure_demo_world, load_demo_world
         from egohorizon.data.shards.sources import demo_sources
         from egohorizon.data.shards.writer import build_shards
-        from egohorizon.data.windows import WindowConfig
+        from egohorizon.data.windows.sample import WindowConfig
 
         world = load_demo_world(ensure_demo_world(self.demo_dir))
         days = sorted({r.day for r in world.recordings})[: self.demo_days] if self.demo_days else None

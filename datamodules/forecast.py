@@ -121,7 +121,7 @@ class ForecastDataModule(TaskDataModule):
         # build_points runs the leakage guard on every point it makes; loaded points are checked here.
         points, events, split = self._load_points() if self.points_dir else self._build_points()
         if self.points_dir and events is not None and split is not None:
-            from egohorizon.data.leakage import check_points
+            from egohorizon.data.points.leakage import check_points
 
             for name in SPLITS:  # a point in the wrong file is caught as a target day of another split
                 check_points(points[name], events, split, expected_split=name)
@@ -160,7 +160,7 @@ class ForecastDataModule(TaskDataModule):
         return load_events(self.events_path, self.demo_dir)
 
     def _build_points(self):
-        from egohorizon.data.points import build_points
+        from egohorizon.data.points.build import build_points
         from egohorizon.data.splits import make_day_split
 
         events = self.load_events()

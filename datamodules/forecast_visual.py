@@ -103,7 +103,7 @@ class VisualForecastDataModule(ForecastDataModule):
         gaze; the points and their cue marks unchanged): the counterfactual that tells whether a model's
         answer comes from the cue; ``cue_matched_uncued`` (with ``keep_cue_driven_train``): per cue-driven
         training point, up to that many training points of the same kind of context whose next action
-        is not a cue-able switch (``egohorizon.data.cue_matching``), so that the context alone cannot
+        is not a cue-able switch (``egohorizon.data.demo.cues.matching``), so that the context alone cannot
         tell whether the switch comes."""
         super().__init__(**kwargs)
         if isinstance(cue_matched_uncued, bool) or not isinstance(cue_matched_uncued, int) or cue_matched_uncued < 0:
@@ -169,7 +169,7 @@ class VisualForecastDataModule(ForecastDataModule):
         points, events, split = super()._build_points()
         world = self.world() if self.events_path is None else None
         if world is not None and world.cues is not None:  # marked before the points are saved
-            from egohorizon.data.demo_cues import mark_cue_points
+            from egohorizon.data.demo.cues.switches import mark_cue_points
 
             for name in ("train", "val", "test"):
                 mark_cue_points(points[name], world.cues)
@@ -179,8 +179,8 @@ class VisualForecastDataModule(ForecastDataModule):
             # The caps sample ~3% cue-driven points; every cue-driven point of the kept splits is added so
             # the model can learn them and the cue-driven rows have enough points. The other points stay
             # the capped, seeded sample.
-            from egohorizon.data.demo_cues import mark_cue_points
-            from egohorizon.data.points import build_points
+            from egohorizon.data.demo.cues.switches import mark_cue_points
+            from egohorizon.data.points.build import build_points
 
             every = build_points(events, split, levels=self.levels, ks=self.ks, n_context=self.n_context,
                                  seed=self.seed, source=self.source, max_points=None)
@@ -195,7 +195,7 @@ class VisualForecastDataModule(ForecastDataModule):
         return points, events, split
 
     def _with_matched_uncued(self, train: list[ForecastPoint], every: list[ForecastPoint], events) -> list[ForecastPoint]:
-        from egohorizon.data.cue_matching import matched_uncued_points
+        from egohorizon.data.demo.cues.matching import matched_uncued_points
 
         cued = [p for p in train if p.meta["cue_driven"]]
         matched = matched_uncued_points(cued, every, events, self.cue_matched_uncued, self.seed,
@@ -208,7 +208,7 @@ class VisualForecastDataModule(ForecastDataModule):
         first = self.points is None
         points = super().prepare_points()
         if first and self.events_path is None and self.world().cues is not None:
-            from egohorizon.data.demo_cues import mark_cue_points
+            from egohorizon.data.demo.cues.switches import mark_cue_points
 
             counts = {name: mark_cue_points(points[name], self.world().cues) for name in ("train", "val", "test")}
             log.info("cue-driven points: %s", counts)

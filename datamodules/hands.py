@@ -1,6 +1,6 @@
 """HandsDataModule: short first-person clips (issue 14) -> frames sampled at ``fps`` -> the hands text.
 
-Clips, gold boxes and segments come from a folder written by ``egohorizon.data.demo.hands`` (built on
+Clips, gold boxes and segments come from a folder written by ``egohorizon.data.demo.hands.clips`` (built on
 first use into ``demo_dir``) or, for real frames with MediaPipe's pseudo-labels, by ``egohorizon hands
 clips`` (``clips_dir``; ``pipelines.hands.pseudo``); the split is its ``split.json`` (whole days held
 out). Frames are drawn from a demo clip's record, or read from a real clip's frame files, when a
@@ -76,8 +76,8 @@ def clip_images(record: dict, folder: Path | None, times: list[float]) -> list:
             except OSError as error:
                 raise ConfigError(f"clip {record['clip']}: cannot read frame {folder / file} ({error})") from None
         return images
-    from egohorizon.data.demo.hands import clip_from_record
-    from egohorizon.data.demo.hands_render import render_hand_frame
+    from egohorizon.data.demo.hands.clips import clip_from_record
+    from egohorizon.data.demo.hands.render import render_hand_frame
 
     clip = clip_from_record(record)
     return [render_hand_frame(clip, t) for t in times]
@@ -141,7 +141,7 @@ class HandsDataModule(TaskDataModule):
         out = Path(self.demo_dir or "data/demo_hands")
         held_out = max(1, round(0.15 * self.demo_days))  # validation days, and as many test days
         if not (out / "clips.jsonl").is_file():
-            from egohorizon.data.demo.hands import build_hand_clips
+            from egohorizon.data.demo.hands.clips import build_hand_clips
 
             log.info("demo hand clips: %s", build_hand_clips(out, seed=self.seed, days=self.demo_days,
                                                              clips_per_day=self.demo_clips_per_day,

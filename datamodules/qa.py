@@ -10,7 +10,7 @@ memory's ``FrameCatalog`` (one seek and one JPEG decode per frame, whatever the 
   ``notes`` best event descriptions (levels ``memory_levels``, with their times) go into the prompt.
 
 Both only ever reach entries and frames strictly before the question time (tests/unit/data/test_memory.py);
-the items themselves pass ``egohorizon.data.leakage.check_qa_items`` when loaded. The prompt
+the items themselves pass ``egohorizon.data.points.leakage.check_qa_items`` when loaded. The prompt
 (``egohorizon.prompts.qa``) shows each frame's time. The target is the answer letter (``target:
 letter``) or the right option's own text (``target: option``, with the ``qa_option`` prompt and the
 model's ``generation.strategy: options``, which answers with the option whose text it finds most likely:
@@ -144,8 +144,8 @@ class QADataModule(TaskDataModule):
             return Path(self.items_path)
         path = Path(self.demo_items or "data/demo_qa/qa.jsonl")
         if not path.is_file():
-            from egohorizon.data.demo.qa import generate_items
-            from egohorizon.data.leakage import check_qa_items
+            from egohorizon.data.demo.qa.items import generate_items
+            from egohorizon.data.points.leakage import check_qa_items
             from egohorizon.data.splits import make_day_split
             from egohorizon.schema import write_jsonl
 
@@ -165,7 +165,7 @@ class QADataModule(TaskDataModule):
         if not (out / "index.json").is_file():
             from egohorizon.data.shards.sources import demo_sources
             from egohorizon.data.shards.writer import build_shards
-            from egohorizon.data.windows import WindowConfig
+            from egohorizon.data.windows.sample import WindowConfig
 
             world = self._demo_world()
             config = WindowConfig(long_side=self.long_side, crop_size=self.crop_size, stride=self.demo_window_stride)
@@ -183,7 +183,7 @@ class QADataModule(TaskDataModule):
         """Items (checked by the leakage guard), the frame catalog, the memory, and each item's frames."""
         if self.catalog is not None:
             return
-        from egohorizon.data.leakage import check_qa_items
+        from egohorizon.data.points.leakage import check_qa_items
         from egohorizon.memory import FrameCatalog
         from egohorizon.schema import QAItem, load_jsonl
 

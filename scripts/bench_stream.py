@@ -59,7 +59,7 @@ def prepare(out: Path, samples: int, frames: int, long_side: int, crop_size: int
 
     from egohorizon.data.shards.sources import RecordingSource
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import SourceFrame, WindowConfig
+    from egohorizon.data.windows.sample import SourceFrame, WindowConfig
     from egohorizon.schema import Recording
 
     images = source_images(DERIVED)

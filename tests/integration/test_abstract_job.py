@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from egohorizon.cli import main
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.prompts.abstract import ReplyError, parse_groups
 from egohorizon.schema import Event, load_jsonl, write_jsonl
 

@@ -12,7 +12,7 @@ import pytest
 from hydra import compose, initialize_config_dir
 
 from egohorizon.cli import main
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.run import train
 from egohorizon.schema import Event, load_jsonl, write_jsonl
 

@@ -157,7 +157,7 @@ def shards(tmp_path_factory) -> Path:
     from egohorizon.data.demo import ensure_demo_world, load_demo_world
     from egohorizon.data.shards.sources import demo_sources
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     world = load_demo_world(ensure_demo_world())
     first = sorted(world.recordings, key=lambda r: (r.day, r.session))[:1]

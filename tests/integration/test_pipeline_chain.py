@@ -21,7 +21,7 @@ import pytest
 from test_abstract_job import rule_reply
 
 from egohorizon.cli import main
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.schema import Event, load_jsonl
 
 ACTIONS = ["open the laptop", "type an email", "drink some coffee", "read the screen", "open a drawer"]

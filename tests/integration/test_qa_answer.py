@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from egohorizon.data.demo import ensure_demo_world, load_demo_world
-from egohorizon.data.demo.qa import generate_items
+from egohorizon.data.demo.qa.items import generate_items
 from egohorizon.data.splits import make_day_split
 from egohorizon.schema import QAPrediction, load_jsonl, write_jsonl
 

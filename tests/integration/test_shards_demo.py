@@ -8,7 +8,7 @@ from egohorizon.data.shards.index import ShardIndex
 from egohorizon.data.shards.sources import demo_sources
 from egohorizon.data.shards.stream import WindowStream, make_loader
 from egohorizon.data.shards.writer import build_shards
-from egohorizon.data.windows import WindowConfig
+from egohorizon.data.windows.sample import WindowConfig
 
 pytestmark = pytest.mark.slow
 

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_OK, Word
+from egohorizon.data.ingest.ingested import GAZE_OK, Word
 from egohorizon.data.shards.index import ShardIndex
 from egohorizon.data.shards.sources import RecordingSource
 from egohorizon.data.shards.writer import build_shards
-from egohorizon.data.windows import SourceFrame, WindowConfig
+from egohorizon.data.windows.sample import SourceFrame, WindowConfig
 from egohorizon.schema import Event, Recording
 
 DAY0 = 1_700_000_000.0  # 2023-11-14 22:13:20 UTC

@@ -1,6 +1,6 @@
 """An item's videos with PyAV: the frame count and rate (``probe``) and the frames at given indices
 (``read_frames``), downscaled to a long side. PyAV, not decord: decord's FFmpeg fails on real VP9
-first-person clips (issue 9, ``data/video.py``).
+first-person clips (issue 9, ``data/ingest/video.py``).
 
 Frame ``i`` is the ``i``-th frame in presentation order, as decord's index (the EgoMonth script
 reads with decord): it is found by its presentation time ``start + i / fps``, seeking to the

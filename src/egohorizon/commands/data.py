@@ -92,12 +92,12 @@ def load_events(path: str) -> tuple[list, list[Path]]:
 
 
 def run_stats(args: argparse.Namespace) -> int:
-    from egohorizon.data.stats import summarise_events
+    from egohorizon.data.events.stats import summarise_events
 
     events, files = load_events(args.path)
     summary = summarise_events(events)
     if args.plot:
-        from egohorizon.data.figures import level_rows, plot_levels
+        from egohorizon.data.events.figures import level_rows, plot_levels
 
         summary["plot"] = str(plot_levels(level_rows(events), args.plot, title=str(args.path)))
     summary["files"] = [str(f) for f in files]
@@ -105,14 +105,14 @@ def run_stats(args: argparse.Namespace) -> int:
         json.dump(summary, sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
-        from egohorizon.data.stats import format_summary
+        from egohorizon.data.events.stats import format_summary
 
         sys.stdout.write(format_summary(summary))
     return 0
 
 
 def run_plot_day(args: argparse.Namespace) -> int:
-    from egohorizon.data.figures import plot_day
+    from egohorizon.data.events.figures import plot_day
 
     events, _ = load_events(args.path)
     out = plot_day(events, args.day, args.out, participant=args.participant)
@@ -160,7 +160,7 @@ def run_validate(args: argparse.Namespace) -> int:
     if not result.records and not result.defects:
         messages.append(f"{path}: no records; expected JSON Lines of {record_type.__name__} records")
     if record_type is Event and result.records:
-        from egohorizon.data.hierarchy import check_hierarchy
+        from egohorizon.data.events.hierarchy import check_hierarchy
 
         messages += [f"{path}: hierarchy: {p}" for p in check_hierarchy(result.records).problems]
     for message in messages:

@@ -60,7 +60,7 @@ def run_demo(args: argparse.Namespace) -> int:
     summary = world_summary(world)
     summary["path"] = str(out)
     if world.cues is not None:
-        from egohorizon.data.demo_cues import cue_statistics
+        from egohorizon.data.demo.cues.switches import cue_statistics
 
         summary["cue_switches"] = cue_statistics(world.cues.cues, world.events)
     if args.check:
@@ -72,7 +72,7 @@ def run_demo(args: argparse.Namespace) -> int:
 
         summary["frames"] = str(write_frame_samples(world, out / "frames", args.frame_count, args.frame_size))
     if args.hands:
-        from egohorizon.data.demo.hands import build_hand_clips
+        from egohorizon.data.demo.hands.clips import build_hand_clips
 
         summary["hands"] = {"path": str(args.hands), **build_hand_clips(args.hands, seed=args.seed)}
     if args.as_json:

@@ -79,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _start_time(value: str) -> float:
     """An argparse type: a plausible start time in epoch seconds (video.check_start_time), so a
     value in milliseconds fails with a hint before any work."""
-    from egohorizon.data.video import check_start_time
+    from egohorizon.data.ingest.video import check_start_time
     from egohorizon.errors import DataError
 
     try:
@@ -109,7 +109,7 @@ def _summary(recording, **extra) -> None:
 
 
 def run_aria(args: argparse.Namespace) -> int:
-    from egohorizon.data.aria import find_mps_files, ingest_aria
+    from egohorizon.data.ingest.aria import find_mps_files, ingest_aria
     from egohorizon.errors import DataError
 
     vrs = Path(args.vrs)
@@ -137,7 +137,7 @@ def run_aria(args: argparse.Namespace) -> int:
 
 
 def run_video(args: argparse.Namespace) -> int:
-    from egohorizon.data.video import ingest_video
+    from egohorizon.data.ingest.video import ingest_video
 
     recording = ingest_video(args.video, args.out, participant=args.participant, day=args.day,
                              session=args.session, rate_hz=args.rate or None, start_time=args.start_time,

@@ -55,7 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run_points(args: argparse.Namespace) -> int:
     from egohorizon.commands.data import find_event_files
-    from egohorizon.data.points import build_points, check_splits_filled, count_points
+    from egohorizon.data.points.build import build_points, check_splits_filled, count_points
     from egohorizon.data.splits import SPLITS, DaySplit, make_day_split
     from egohorizon.errors import ConfigError, DataError
     from egohorizon.schema import Event, load_jsonl, write_jsonl
@@ -80,7 +80,7 @@ def run_points(args: argparse.Namespace) -> int:
     points = build_points(events, split, levels=args.levels, ks=args.ks, n_context=args.context,
                           max_points=args.max_points, seed=args.seed, source=args.source)
     warnings = check_splits_filled(points, split, allow_empty=args.allow_empty_splits)  # before any write
-    from egohorizon.data.demo_cues import cues_beside, mark_cue_points
+    from egohorizon.data.demo.cues.switches import cues_beside, mark_cue_points
 
     cues = cues_beside(args.events)  # a demo world made with --cue-switches: mark the cue-driven points
     cue_driven = {name: mark_cue_points(points[name], cues) for name in SPLITS} if cues else None

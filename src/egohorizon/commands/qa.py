@@ -98,8 +98,8 @@ def run_generate(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from egohorizon.data.demo import load_demo_world
-    from egohorizon.data.demo.qa import generate_items
-    from egohorizon.data.leakage import check_qa_items
+    from egohorizon.data.demo.qa.items import generate_items
+    from egohorizon.data.points.leakage import check_qa_items
     from egohorizon.data.splits import DaySplit, make_day_split
     from egohorizon.errors import ConfigError
     from egohorizon.progress import StepProgress
@@ -132,7 +132,7 @@ def run_answer(args: argparse.Namespace) -> int:
     from collections import Counter
     from pathlib import Path
 
-    from egohorizon.data.leakage import check_qa_items
+    from egohorizon.data.points.leakage import check_qa_items
     from egohorizon.errors import ConfigError
     from egohorizon.llm import make_backend
     from egohorizon.metrics.qa import answer_prior

@@ -75,7 +75,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run_build(args: argparse.Namespace) -> int:
     from egohorizon.data.shards.sources import demo_sources, ingested_sources
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
     from egohorizon.errors import ConfigError
     from egohorizon.data.deid.sensitive import read_names
 

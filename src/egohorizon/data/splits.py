@@ -2,7 +2,7 @@
 
 A forecast point takes its split from the days of its targets, so "no day contributes targets to two
 splits" holds by construction: a day has one split, and a point whose targets fall on days of
-different splits is not made (``egohorizon.data.points``).
+different splits is not made (``egohorizon.data.points.build``).
 
 How days are chosen, per participant (days ordered by their first event):
 - the first ``min_history_days`` days always stay in ``train``, so held-out points have history;

@@ -7,7 +7,7 @@ is the caption format: one JSON line per action (times relative to the window, o
 window's gold level-1 events when it has any (the demo world knows them; a real recording has none), then
 the gold scene line when the events say where they happen (``gold_scene``: the place, "A, then B" when
 it changes). The on-screen text is the shard's ``screen_text`` (read from the de-identified frames at
-shard build, egohorizon.data.window_text), one "Text on screen:" line grouped by time, "none" without.
+shard build, egohorizon.data.windows.text), one "Text on screen:" line grouped by time, "none" without.
 
 ``caption_sample`` is the one place a window becomes a model input: the training datamodule
 (``datamodules.caption.CaptionSamples``) and the offline ``egohorizon caption`` job both call it, so
@@ -113,7 +113,7 @@ def caption_sample(
 ) -> dict[str, Any]:
     """One window -> ``{"text", "images", "target", "key"}`` for a vision-language captioner.
 
-    ``window_meta`` is the shard sample's JSON (``egohorizon.data.windows.Window.meta``), ``frames``
+    ``window_meta`` is the shard sample's JSON (``egohorizon.data.windows.sample.Window.meta``), ``frames``
     its HWC uint8 frames and ``crops`` its gaze crops (None where a frame has none), both in frame
     order. The chosen frames get the gaze ring drawn unless the shard already drew it; the close-up is
     the crop of the chosen frame nearest the middle that has one. ``target`` is None when the window
@@ -125,7 +125,7 @@ def caption_sample(
     infos = window_meta["frames"]
     images = [frames[i] for i in chosen]
     if draw_gaze and not window_meta.get("gaze_drawn"):
-        from egohorizon.data.windows import draw_gaze as ring
+        from egohorizon.data.windows.sample import draw_gaze as ring
 
         images = [ring(im, _scaled(infos[i]["gaze"], infos[i], im)) if infos[i].get("gaze") else im
                   for im, i in zip(images, chosen)]

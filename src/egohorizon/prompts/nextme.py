@@ -12,7 +12,7 @@ prompt's (``prompts/forecast.py``): the answer is read by the same parser, and a
 the two protocols comes from the context length and the words, not from the answer format.
 
 Leakage (SPEC §2): ``recent_context`` keeps only the events of a point's context that end at or before
-``t0`` and start before it (the point builder's rule, ``data/points.py``: the event that ends exactly at
+``t0`` and start before it (the point builder's rule, ``data/points/build.py``: the event that ends exactly at
 ``t0`` is the most recent one, and the one that starts there is a target), and of those the ``n`` most
 recent by (end, start), shown oldest first. ``check_no_future`` then refuses any event shown that
 starts at or after ``t0`` or ends after it; it runs on every prompt rendered here, so a bug in the
@@ -54,7 +54,7 @@ def check_no_future(point_id: str, t0: float, events: Sequence[dict[str, Any]]) 
     """LeakageError when an event to be shown starts at or after ``t0`` or ends after it."""
     late = [i for i, e in enumerate(events) if not _shown_before(e, t0)]
     if late:
-        from egohorizon.data.leakage import LeakageError
+        from egohorizon.data.points.leakage import LeakageError
 
         first = events[late[0]]
         message = (f"point {point_id!r}: {len(late)} event(s) to be shown are not before t0={t0}, first "

@@ -8,7 +8,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
-from egohorizon.data.demo.qa_history import clock
+from egohorizon.data.demo.qa.history import clock
 
 QA_PROMPT_NAME = "qa"
 IMAGE_MARK = "<|vision_start|><|image_pad|><|vision_end|>"

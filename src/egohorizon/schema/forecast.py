@@ -33,7 +33,7 @@ class ForecastPoint(Record):
         if "targets" in values and "windows" in values and len(values["targets"]) != len(values["windows"]):
             n_targets, n_windows = len(values["targets"]), len(values["windows"])
             problems.append(("windows", f"expected one window per target ({n_targets}), got {n_windows}"))
-        # a point has exactly K targets (SPEC §2; points.py drops candidates with fewer): a K=5
+        # a point has exactly K targets (SPEC §2; data/points/build.py drops candidates with fewer): a K=5
         # group must not hold 3-target points, whose scores are not comparable
         if "targets" in values and "k" in values and len(values["targets"]) != values["k"]:
             problems.append(("targets", f"expected k={values['k']} targets, got {len(values['targets'])}"))

@@ -68,7 +68,7 @@ def _cue_flags(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
     flags = {pid: bool(p.meta.get("cue_driven")) for pid, p in points.items()}
     demo_dir = (config.get("data") or {}).get("demo_dir")
     if demo_dir and isinstance(demo_dir, str) and "${" not in demo_dir:
-        from egohorizon.data.demo_cues import cues_beside, mark_cue_points
+        from egohorizon.data.demo.cues.switches import cues_beside, mark_cue_points
 
         index = cues_beside(demo_dir)
         if index is not None:

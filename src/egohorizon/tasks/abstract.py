@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.abstract_items import AbstractItem
+from egohorizon.data.events.abstract_items import AbstractItem
 from egohorizon.metrics import abstraction as M
 from egohorizon.prompts.abstract import Group, ReplyError, parse_groups
 from egohorizon.tasks.base import Evaluation, Task, objective_line

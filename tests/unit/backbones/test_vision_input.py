@@ -15,7 +15,7 @@ from PIL import Image
 from egohorizon.backbones import TinyBackbone
 from egohorizon.backbones.collate import IGNORE_INDEX, IMAGE_PLACEHOLDER, VisionTextCollator
 from egohorizon.backbones.lora import vision_linear_names, with_vision_targets
-from egohorizon.data.windows import crop_box, draw_gaze
+from egohorizon.data.windows.sample import crop_box, draw_gaze
 from egohorizon.errors import ConfigError
 from models.lora_lm import LoRALanguageModule
 

@@ -14,7 +14,7 @@ pytest.importorskip("projectaria_tools")
 from projectaria_tools.core import calibration, data_provider, mps
 from projectaria_tools.core.mps.utils import get_gaze_vector_reprojection
 
-from egohorizon.data.aria import (
+from egohorizon.data.ingest.aria import (
     GazeProjector,
     find_gaze_csv,
     gaze_confidence,
@@ -25,7 +25,7 @@ from egohorizon.data.aria import (
     rotate_point_cw90,
     sample_frame_indices,
 )
-from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, IngestedRecording
+from egohorizon.data.ingest.ingested import GAZE_MISSING, GAZE_OK, IngestedRecording
 from egohorizon.errors import DataError
 
 GEN1 = "projectaria-tools-testdata/data/gen1"
@@ -234,7 +234,7 @@ def test_aria_ingest_to_shards_to_stream(ingested, tmp_path):
     from egohorizon.data.shards.sources import ingested_sources
     from egohorizon.data.shards.stream import WindowStream, make_loader
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig, scale_point
+    from egohorizon.data.windows.sample import WindowConfig, scale_point
 
     config = WindowConfig(long_side=352, crop_size=128, min_frames=0)
     build_shards(ingested_sources([ingested.root]), tmp_path / "shards", config=config, deid="off")
@@ -316,7 +316,7 @@ def test_truncated_vrs_is_refused_with_frames_and_gap(cut_vrs, tmp_path):
 
 def test_allow_truncated_records_the_gap(shared_data, cut_vrs, tmp_path, caplog):
     whole = _rgb_device_ns(shared_data / AEA_VRS)
-    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+    with caplog.at_level("WARNING", logger="egohorizon.data.ingest.aria"):
         rec = ingest_aria(cut_vrs, tmp_path / "rec", participant="p1", rate_hz=None, allow_truncated=True)
     assert len(rec.frames) == 4
     gap = rec.meta["truncated"]
@@ -379,7 +379,7 @@ def test_vrs_copy_keeps_what_it_does_not_remove(shared_data, tmp_path):
 
 
 def test_gaze_outside_the_recording_warns_with_both_ranges(shared_data, tmp_path, caplog):
-    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+    with caplog.at_level("WARNING", logger="egohorizon.data.ingest.aria"):
         rec = ingest_aria(shared_data / GEN2_VRS, tmp_path / "g2", participant="g2",
                           gaze_csv=shared_data / GEN2 / "mps_sample/eye_gaze/general_eye_gaze.csv", rate_hz=None)
     # Gaze at device time 1130.889-1130.934 s, RGB frames at 7385.798-7385.997 s.
@@ -391,7 +391,7 @@ def test_gaze_outside_the_recording_warns_with_both_ranges(shared_data, tmp_path
 
 def test_overlapping_gaze_gives_no_warning(aea, tmp_path, caplog):
     folder, _, _ = aea
-    with caplog.at_level("WARNING", logger="egohorizon.data.aria"):
+    with caplog.at_level("WARNING", logger="egohorizon.data.ingest.aria"):
         rec = ingest_aria(folder / "recording.vrs", tmp_path / "rec", participant="aea1",
                           gaze_csv=find_gaze_csv(folder / "mps"), rate_hz=None)
     assert rec.meta["warnings"] == [] and not caplog.records
@@ -410,7 +410,7 @@ def test_cli_summary_shows_gaze_warning(shared_data, tmp_path, capsys):
 def test_cut_after_the_last_rgb_frame_is_still_reported(shared_data, tmp_path):
     """A cut that spares every RGB frame still loses other streams' records: refused by default, and
     with --allow-truncated the gap says no frame is missing."""
-    from egohorizon.data.vrs_index import read_vrs_index
+    from egohorizon.data.ingest.aria.vrs_index import read_vrs_index
 
     whole = read_vrs_index(shared_data / AEA_VRS)
     records = whole.records

@@ -10,8 +10,8 @@ from event_days import day_hierarchy
 from PIL import Image
 
 from egohorizon.cli import main
-from egohorizon.data.figures import format_level_table, level_rows, plot_day, write_level_figures
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.figures import format_level_table, level_rows, plot_day, write_level_figures
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.errors import DataError
 from egohorizon.schema import Event, write_jsonl
 

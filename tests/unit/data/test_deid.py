@@ -135,7 +135,7 @@ def test_deid_counts_reach_the_shard_index(tmp_path):
 
     from egohorizon.data.shards.sources import RecordingSource
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import SourceFrame, WindowConfig
+    from egohorizon.data.windows.sample import SourceFrame, WindowConfig
     from egohorizon.schema import Recording
 
     screen = render_text(["pay to", "4111 1111 1111 1111"])

@@ -10,9 +10,9 @@ import sys
 import pytest
 
 from egohorizon.data.demo import load_demo_world
+from egohorizon.data.demo.cues.switches import CUE_OF_KEY, CUES_FILE, CueIndex, mark_cue_points, read_cues
 from egohorizon.data.demo.render import render
 from egohorizon.data.demo.writer import build_demo_world, ensure_demo_world, is_current
-from egohorizon.data.demo_cues import CUE_OF_KEY, CUES_FILE, CueIndex, mark_cue_points, read_cues
 from egohorizon.errors import DataError
 
 WORLD = {"seed": 0, "participants": 1, "weeks": 2}
@@ -64,7 +64,7 @@ def test_gaze_moves_onto_the_cue_when_looked_at(worlds):
     _, cued = worlds
     looked = [c for c in cued.cues.cues if c["gaze_on_cue"]]
     assert 0.5 < len(looked) / len(cued.cues.cues) < 0.9
-    from egohorizon.data.demo_cues import cue_box
+    from egohorizon.data.demo.cues.switches import cue_box
 
     hits = 0
     for cue in looked[:20]:
@@ -84,7 +84,7 @@ def test_ensure_regenerates_for_the_option(tmp_path):
 
 
 def test_points_at_a_cue_are_marked(worlds):
-    from egohorizon.data.points import build_points
+    from egohorizon.data.points.build import build_points
     from egohorizon.data.splits import make_day_split
 
     _, cued = worlds
@@ -98,7 +98,7 @@ def test_points_at_a_cue_are_marked(worlds):
     assert marked == {(p.participant, p.t0) for p in every if (p.participant, p.t0) in switches}
     assert all(p.meta["cue"] in ("phone", "person") for p in every if p.meta["cue_driven"])
     # the mark does not disturb the leakage guard
-    from egohorizon.data.leakage import check_points
+    from egohorizon.data.points.leakage import check_points
 
     check_points(points["test"], cued.events, split, expected_split="test")
 

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from egohorizon.data.demo.hands import (
+from egohorizon.data.demo.hands.clips import (
     GRID,
     SUBTASKS,
     build_hand_clips,
@@ -17,7 +17,7 @@ from egohorizon.data.demo.hands import (
     gold_box,
     make_clip,
 )
-from egohorizon.data.demo.hands_render import render_hand_frame
+from egohorizon.data.demo.hands.render import render_hand_frame
 from egohorizon.data.splits import DaySplit
 from egohorizon.metrics.judges import ego4d_verb
 from egohorizon.schema import HandBox, Segment
@@ -99,7 +99,7 @@ def test_hands_leave_the_frame_occlude_and_change_scale():
 
 
 def test_each_gold_box_holds_its_own_hand_drawn_in_its_own_colour():
-    from egohorizon.data.demo.hands_render import SKIN
+    from egohorizon.data.demo.hands.render import SKIN
 
     checked = 0
     for i in range(20):

@@ -1,6 +1,6 @@
 """Hierarchy invariants, checked on small hand-built trees."""
 
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.schema import Event
 
 

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("projectaria_tools")
 
 from egohorizon.cli import main
-from egohorizon.data.aria import ingest_aria, read_gaze
+from egohorizon.data.ingest.aria import ingest_aria, read_gaze
 from egohorizon.errors import DataError
 
 DATA = "projectaria-tools-testdata/data"
@@ -102,7 +102,7 @@ def test_cli_on_the_aea_sample_prints_only_its_summary(shared_data, tmp_path, ca
 
 
 def test_library_output_goes_to_the_debug_log(shared_data, tmp_path, caplog, capfd):
-    with caplog.at_level(logging.DEBUG, logger="egohorizon.data.aria"):
+    with caplog.at_level(logging.DEBUG, logger="egohorizon.data.ingest.aria"):
         ingest_aria(shared_data / AEA / "recording.vrs", tmp_path / "rec", participant="p1",
                     gaze_csv=shared_data / GAZE_FILES["general"])
     debug = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]

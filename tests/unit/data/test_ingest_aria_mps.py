@@ -17,8 +17,14 @@ from projectaria_tools.core import data_provider
 from projectaria_tools.core.sensor_data import TimeDomain
 
 from egohorizon.cli import main
-from egohorizon.data.aria import find_mps_files, ingest_aria, read_hands, read_trajectory, rotate_point_cw90
-from egohorizon.data.ingested import IngestedRecording
+from egohorizon.data.ingest.aria import (
+    find_mps_files,
+    ingest_aria,
+    read_hands,
+    read_trajectory,
+    rotate_point_cw90,
+)
+from egohorizon.data.ingest.ingested import IngestedRecording
 from egohorizon.errors import DataError
 
 SAMPLE = "projectaria-tools-testdata/data/gen1/mps_sample"

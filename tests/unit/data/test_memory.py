@@ -24,7 +24,7 @@ def world(tmp_path_factory):
 def shards(world, tmp_path_factory):
     from egohorizon.data.shards.sources import demo_sources
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     recordings = sorted(world.recordings, key=lambda r: r.start)[:3]
     out = tmp_path_factory.mktemp("shards")

@@ -8,7 +8,7 @@ from event_days import event as _ev
 from event_days import many_days as _many_days
 
 from egohorizon.cli import main
-from egohorizon.data.points import build_points, count_points, format_t0
+from egohorizon.data.points.build import build_points, count_points, format_t0
 from egohorizon.data.splits import make_day_split
 from egohorizon.errors import DataError
 from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl

@@ -3,7 +3,7 @@
 import pytest
 
 from egohorizon.cli import main
-from egohorizon.data.leakage import check_points
+from egohorizon.data.points.leakage import check_points
 from egohorizon.data.splits import DaySplit
 from egohorizon.schema import Event, ForecastPoint, load_jsonl
 

@@ -7,8 +7,8 @@ midnight, several sessions with gaps, days without events, two participants and 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from egohorizon.data.leakage import check_points
-from egohorizon.data.points import build_points
+from egohorizon.data.points.build import build_points
+from egohorizon.data.points.leakage import check_points
 from egohorizon.data.splits import make_day_split
 from egohorizon.schema import Event
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from egohorizon.data.leakage import check_points
-from egohorizon.data.points import build_points, count_points
+from egohorizon.data.points.build import build_points, count_points
+from egohorizon.data.points.leakage import check_points
 from egohorizon.data.splits import make_day_split
 from egohorizon.prompts.forecast import render_forecast_prompt
 

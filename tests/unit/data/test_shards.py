@@ -10,11 +10,11 @@ import pytest
 from shard_helpers import DAY0, all_keys, build_toy_shards, make_source
 
 from egohorizon.cli import main
-from egohorizon.data.ingested import Word
+from egohorizon.data.ingest.ingested import Word
 from egohorizon.data.shards.encode import decode_window
 from egohorizon.data.shards.index import INDEX_FORMAT, ShardIndex
 from egohorizon.data.shards.writer import build_shards, plan_shards
-from egohorizon.data.windows import (
+from egohorizon.data.windows.sample import (
     WindowConfig,
     assign_to_windows,
     build_window,

@@ -14,7 +14,7 @@ from egohorizon.cli import main
 from egohorizon.data.shards import writer
 from egohorizon.data.shards.index import ShardIndex
 from egohorizon.data.shards.writer import build_shards, plan_shards
-from egohorizon.data.windows import WindowConfig, safe_name
+from egohorizon.data.windows.sample import WindowConfig, safe_name
 from egohorizon.errors import ConfigError, DataError
 
 CONFIG = WindowConfig(long_side=32, crop_size=16)
@@ -57,7 +57,7 @@ def test_a_folder_built_with_colliding_names_fails_verify_and_a_rebuild_fixes_it
     out = tmp_path / "shards"
     sources = [make_source(participant=p, start=DAY0 + i * 3600) for i, p in enumerate(["Zoë", "Zoé"])]
     with monkeypatch.context() as old:  # the writer as it was: one path for both participants
-        old.setattr("egohorizon.data.windows.safe_name", _old_safe_name)
+        old.setattr("egohorizon.data.windows.sample.safe_name", _old_safe_name)
         old.setattr(writer, "safe_name", _old_safe_name)
         old.setattr(writer, "_check_unique_names", lambda groups: None)
         build_shards(sources, out, config=CONFIG, samples_per_shard=8, deid="off", screen_text=False)

@@ -14,7 +14,7 @@ import pytest
 from shard_helpers import DAY0, numbered_frame
 
 from egohorizon.cli import main
-from egohorizon.data.ingested import GAZE_NO_SOURCE, RecordingWriter
+from egohorizon.data.ingest.ingested import GAZE_NO_SOURCE, RecordingWriter
 
 MORNING = DAY0 - 12 * 3600  # 2023-11-14 10:13:20 UTC, so every session lies inside the day
 SESSION_START = {"s1": MORNING, "s2": MORNING + 3600, "s3": MORNING + 7200}  # s2 lies between s1 and s3

@@ -14,7 +14,7 @@ from itertools import pairwise
 import pytest
 
 from egohorizon.cli import main
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.data.sources import epic_kitchens, hd_epic, hd_epic_vqa
 from egohorizon.data.sources._common import place_sessions
 from egohorizon.errors import DataError

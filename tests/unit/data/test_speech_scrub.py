@@ -13,7 +13,7 @@ import pytest
 
 from egohorizon.data.deid.sensitive import SensitiveText, read_names
 from egohorizon.data.deid.speech import scrub_words
-from egohorizon.data.ingested import Word
+from egohorizon.data.ingest.ingested import Word
 
 NAMES = ("Maria Keller",)
 
@@ -83,7 +83,7 @@ def test_names_file(tmp_path):
 
 def _source(words, kind="ingested"):
     from egohorizon.data.shards.sources import RecordingSource
-    from egohorizon.data.windows import SourceFrame
+    from egohorizon.data.windows.sample import SourceFrame
     from egohorizon.schema import Recording
 
     frame = np.full((64, 64, 3), 120, dtype=np.uint8)
@@ -105,7 +105,7 @@ def _stored_transcripts(root) -> list[str]:
 @pytest.mark.skipif(shutil.which("tesseract") is None, reason="--deid text needs tesseract (apt-get install tesseract-ocr)")
 def test_shards_store_scrubbed_speech_and_count_it(tmp_path):
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     # The phone number is said across the boundary of the first two 30 s windows (t=128..131).
     words = (spoken("hello this is Maria Keller", start=110.0) + spoken("my number is 415 555 0132", start=126.0)
@@ -125,7 +125,7 @@ def test_shards_store_scrubbed_speech_and_count_it(tmp_path):
 
 def test_speech_is_kept_when_deid_is_off(tmp_path):
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     words = spoken("call 415 555 0132", start=110.0)
     index = build_shards([_source(words)], tmp_path / "shards", config=WindowConfig(long_side=32, crop_size=16),

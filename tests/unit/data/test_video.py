@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from egohorizon.data.ingested import GAZE_NO_SOURCE, IngestedRecording
-from egohorizon.data.video import BACKENDS, DecodeReport, ingest_video, read_video_frames, tick_indices
+from egohorizon.data.ingest.ingested import GAZE_NO_SOURCE, IngestedRecording
+from egohorizon.data.ingest.video import BACKENDS, DecodeReport, ingest_video, read_video_frames, tick_indices
 from egohorizon.errors import DataError
 
 FPS = 10
@@ -156,7 +156,7 @@ def test_each_codec_reads_whole_with_default_settings(codec_clip):
 def test_damaged_video_keeps_the_frames_before_the_damage(codec_clip, damage, caplog):
     damaged = damage(codec_clip)
     report = DecodeReport()
-    with caplog.at_level("INFO", logger="egohorizon.data.video"):
+    with caplog.at_level("INFO", logger="egohorizon.data.ingest.video"):
         frames = list(read_video_frames(damaged, 1.0, report=report))
     times = [t for t, _ in frames]
     # Every frame before the damage is kept, at its own time, with its own content.
@@ -307,7 +307,7 @@ def test_unset_camera_clock_in_the_container_is_ignored_with_a_warning(clip, tmp
             if packet.dts is not None:
                 packet.stream = stream
                 out.mux(packet)
-    with (caplog.at_level("WARNING", logger="egohorizon.data.video"),
+    with (caplog.at_level("WARNING", logger="egohorizon.data.ingest.video"),
           pytest.raises(DataError, match="no usable start time in the container; pass --start-time or --day")):
         ingest_video(stamped, tmp_path / "rec", participant="v1")
     assert any("creation_time '1980-06-01T00:00:00.000000Z': 328665600 is not a plausible start time"

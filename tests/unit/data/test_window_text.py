@@ -11,7 +11,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from egohorizon.data.windows import SourceFrame, WindowConfig, build_window
+from egohorizon.data.windows.sample import SourceFrame, WindowConfig, build_window
 from egohorizon.schema import Recording
 
 needs_tesseract = pytest.mark.skipif(shutil.which("tesseract") is None,
@@ -45,7 +45,7 @@ def frames_of(images: dict[float, np.ndarray]) -> list[SourceFrame]:
 
 
 def test_reader_reads_the_first_frame_of_every_stretch_only():
-    from egohorizon.data.window_text import ScreenTextReader
+    from egohorizon.data.windows.text import ScreenTextReader
 
     reader = ScreenTextReader(every_s=10.0)
     assert [reader.slot(t) for t in (0.0, 9.9, 10.0, 19.5, 20.0, 29.0)] == [0, 0, 1, 1, 2, 2]
@@ -55,7 +55,7 @@ def test_reader_reads_the_first_frame_of_every_stretch_only():
 
 @needs_tesseract
 def test_window_gets_its_screen_text_once_with_times_and_never_sensitive_lines():
-    from egohorizon.data.window_text import ScreenTextReader
+    from egohorizon.data.windows.text import ScreenTextReader
 
     screen = text_frame(["Terminal", "collected 57 items", EMAIL])
     later = text_frame(["Terminal", "Build finished"])
@@ -78,7 +78,7 @@ def test_window_gets_its_screen_text_once_with_times_and_never_sensitive_lines()
 @needs_tesseract
 def test_text_is_read_after_deidentification():
     """The reader sees the frame the de-identifier returned: what it masked cannot be read."""
-    from egohorizon.data.window_text import ScreenTextReader
+    from egohorizon.data.windows.text import ScreenTextReader
 
     seen = []
 
@@ -94,7 +94,7 @@ def test_text_is_read_after_deidentification():
 
 
 def test_failed_ocr_is_counted_not_fatal():
-    from egohorizon.data.window_text import ScreenTextReader
+    from egohorizon.data.windows.text import ScreenTextReader
 
     reader = ScreenTextReader(command="no-such-tesseract-binary", use_library=False)
     sample = build_window(recording(), 0, frames_of({0.0: text_frame(["x"]), 12.0: text_frame(["y"])}), [], [],

@@ -10,7 +10,7 @@ from shard_helpers import DAY0, make_source
 
 from datamodules.caption import CaptionDataModule
 from egohorizon.data.shards.writer import build_shards
-from egohorizon.data.windows import WindowConfig
+from egohorizon.data.windows.sample import WindowConfig
 from egohorizon.schema import Event
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from egohorizon.data.cue_matching import context_kind, cueable_switch_times, matched_uncued_points
+from egohorizon.data.demo.cues.matching import context_kind, cueable_switch_times, matched_uncued_points
 from egohorizon.schema import Event, ForecastPoint
 
 CONTEXTS = ["make a coffee", "hit send", "arrange components in Figma"]

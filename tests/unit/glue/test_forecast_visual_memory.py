@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from egohorizon.data.demo.writer import build_demo_world
-from egohorizon.data.leakage import HistoryIndex
+from egohorizon.data.points.leakage import HistoryIndex
 from egohorizon.memory import Entry, MemoryIndex, text_embedder
 from egohorizon.prompts.forecast_visual_memory import PastSituation, memory_lines, past_situations
 from egohorizon.schema import ForecastPoint

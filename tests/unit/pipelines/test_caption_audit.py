@@ -28,7 +28,7 @@ def demo_inputs(tmp_path_factory):
     from egohorizon.data.demo import ensure_demo_world, load_demo_world
     from egohorizon.data.shards.sources import demo_sources
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     world = load_demo_world(ensure_demo_world())
     participant = world.recordings[0].participant

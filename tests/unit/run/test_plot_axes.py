@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import pytest
 from event_days import day_hierarchy
 
-from egohorizon.data.figures import day_figure
+from egohorizon.data.events.figures import day_figure
 from egohorizon.schema import Event
 
 

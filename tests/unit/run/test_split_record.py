@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from omegaconf import OmegaConf
 
-from egohorizon.data.points import build_points
+from egohorizon.data.points.build import build_points
 from egohorizon.data.splits import DaySplit, make_day_split
 from egohorizon.errors import DataError
 from egohorizon.schema import write_jsonl
@@ -282,7 +282,7 @@ def test_compare_command_refuses_then_intersects(world, tmp_path, monkeypatch, c
 
 def test_hands_datamodule_gives_its_folder_split_and_each_clips_day(tmp_path):
     from datamodules.hands import HandsDataModule
-    from egohorizon.data.demo.hands import build_hand_clips
+    from egohorizon.data.demo.hands.clips import build_hand_clips
 
     build_hand_clips(tmp_path, days=3, clips_per_day=2, val_days=1, test_days=1)
     data = HandsDataModule(clips_dir=str(tmp_path), fps=2.0, mediapipe_baseline=False)

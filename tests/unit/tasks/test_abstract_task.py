@@ -7,7 +7,7 @@ import itertools
 
 import pytest
 
-from egohorizon.data.abstract_items import AbstractItem, gold_compression, make_items
+from egohorizon.data.events.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.errors import ConfigError
 from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.prompts.abstract import Group

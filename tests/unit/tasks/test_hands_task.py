@@ -129,7 +129,7 @@ def test_a_demo_folder_built_with_other_days_is_refused(tmp_path):
 def datamodule(tmp_path_factory):
     from datamodules.hands import HandsDataModule
     from egohorizon.backbones import TinyBackbone
-    from egohorizon.data.demo.hands import build_hand_clips
+    from egohorizon.data.demo.hands.clips import build_hand_clips
 
     folder = tmp_path_factory.mktemp("hands")
     build_hand_clips(folder, days=3, clips_per_day=2, val_days=1, test_days=1)

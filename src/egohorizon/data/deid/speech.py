@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from egohorizon.data.ingested import Word
 from egohorizon.data.deid.sensitive import SensitiveText
+from egohorizon.data.ingest.ingested import Word
 
 
 def scrub_words(words: Sequence[Word], classifier: SensitiveText) -> tuple[list[Word], int]:

@@ -7,7 +7,7 @@
     image, gaze, confidence = world.render_frame(session_id, t, size=224)
 
 How it is made: ``personas`` plan each calendar day as level-5 episodes; ``simulate`` expands them
-through the act grammar (``grammar`` + the ``vocab_*`` modules) into a timed tree; ``recording``
+through the act grammar (``grammar`` + the ``vocab/`` modules) into a timed tree; ``recording``
 picks the recorded sessions; ``build`` turns them into events, recordings and transcript;
 ``render`` draws frames on demand. See docs/demo-world.md.
 

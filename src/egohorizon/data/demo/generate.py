@@ -8,7 +8,7 @@ import random
 from pathlib import Path
 from typing import Any
 
-from egohorizon.data.demo import vocabulary  # noqa: F401  (registers and checks every act)
+from egohorizon.data.demo import vocab  # noqa: F401  (registers and checks every act)
 from egohorizon.data.demo.build import Records, add_day
 from egohorizon.data.demo.personas import make_persona
 from egohorizon.data.demo.recording import choose_sessions, days_off
@@ -21,17 +21,26 @@ START_DATE = dt.date(2025, 3, 3)  # a Monday
 TIME_BASE = "unix seconds, UTC"
 
 
-# Modules of this package that do not change what is written (frames are rendered on demand; the QA
-# generator and the hand clips read a finished world), so editing them leaves existing worlds valid.
+# Modules and subpackages of this package that do not change what is written (frames are rendered on demand;
+# the QA generator and the hand clips read a finished world; the cues are checked by their own settings,
+# cues.switches.settings), so editing them leaves existing worlds valid. The vocab/ subpackage is output.
 _NOT_OUTPUT = {"__init__.py", "world.py", "writer.py", "summary.py", "learnability.py", "samples.py", "render.py",
-               "qa.py", "qa_history.py", "qa_tasks.py", "hands.py", "hands_render.py"}
+               "qa", "hands", "cues"}
+
+
+def output_sources() -> list[str]:
+    """The source files that decide the generated files, relative to this package (vocab/ included)."""
+    root = Path(__file__).parent
+    names = sorted(p.relative_to(root).as_posix() for p in root.rglob("*.py"))
+    return [name for name in names if name not in _NOT_OUTPUT and name.split("/")[0] not in _NOT_OUTPUT]
 
 
 def code_digest() -> str:
-    """A short hash of the source files that decide the generated files."""
+    """A short hash of ``output_sources``: their names and contents."""
+    root = Path(__file__).parent
     digest = hashlib.sha1()
-    for path in sorted(p for p in Path(__file__).parent.glob("*.py") if p.name not in _NOT_OUTPUT):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    for name in output_sources():
+        digest.update(name.encode() + b"\0" + (root / name).read_bytes())
     return digest.hexdigest()[:12]
 
 

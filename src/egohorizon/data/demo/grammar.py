@@ -6,7 +6,7 @@ first-person descriptions (paraphrases, separated by ``|`` when written, possibl
 fixed steps, optional steps, repeats, choices and steps done in any order, so the same activity
 unfolds a little differently every time while keeping a structure a model can learn.
 
-The vocabulary modules (``vocab_*``) declare acts with the helpers at the bottom (``a``, ``step``,
+The vocabulary modules (``vocab/``) declare acts with the helpers at the bottom (``a``, ``step``,
 ``task``, ``activity``, ``episode``); they all land in ``REGISTRY``, keyed by a stable name. Written
 by hand: no library models hierarchical scripts of behaviour with paraphrases.
 """

@@ -16,7 +16,7 @@ from typing import Any
 from egohorizon.data.demo import screens, transcript
 from egohorizon.data.demo.grammar import REGISTRY, Act, Part
 from egohorizon.data.demo.personas import Day, Persona, PlanItem
-from egohorizon.data.demo.vocab_common import INTERRUPTIONS
+from egohorizon.data.demo.vocab.common import INTERRUPTIONS
 
 MAX_FILL_PARTS = 40  # a fill episode never holds more activities than this (guards a bad plan)
 MIN_FILL_LEFT_S = 300  # do not start another activity when less than this is left to a fill episode

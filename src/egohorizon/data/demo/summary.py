@@ -8,7 +8,7 @@ from itertools import pairwise
 from statistics import mean
 
 from egohorizon.data.demo.world import DemoWorld
-from egohorizon.data.stats import format_summary, summarise_events
+from egohorizon.data.events.stats import format_summary, summarise_events
 
 
 def recording_figures(world: DemoWorld) -> dict:

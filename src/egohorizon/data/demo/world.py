@@ -29,10 +29,10 @@ class DemoWorld:
     def __init__(self, path: Path, events: list[Event], recordings: list[Recording],
                  transcript: list[dict[str, Any]], meta: dict[str, Any], cues: list[dict[str, Any]] | None = None):
         self.path, self.events, self.recordings, self.transcript, self.meta = path, events, recordings, transcript, meta
-        # Cue-driven switches (egohorizon.data.demo_cues): None unless the world was made with them.
+        # Cue-driven switches (egohorizon.data.demo.cues.switches): None unless the world was made with them.
         self.cues = None
         if cues is not None:
-            from egohorizon.data.demo_cues import CueIndex
+            from egohorizon.data.demo.cues.switches import CueIndex
 
             self.cues = CueIndex(cues)
 
@@ -84,7 +84,7 @@ class DemoWorld:
         image, gaze, confidence = render(self.action_at(session_id, t), self.seed, session_id, t, size)
         cue = self.cues.at(session_id, t) if self.cues is not None else None
         if cue is not None:
-            from egohorizon.data.demo_cues import overlay
+            from egohorizon.data.demo.cues.switches import overlay
 
             image, gaze, confidence = overlay(image, gaze, confidence, cue, t, size)
         return image, gaze, confidence
@@ -129,7 +129,7 @@ def read_demo_world(path: str | Path) -> DemoWorld:
     recordings = load_jsonl(path / "recordings.jsonl", Recording)
     cues = None
     if "cue_switches" in meta:
-        from egohorizon.data.demo_cues import CUES_FILE, read_cues
+        from egohorizon.data.demo.cues.switches import CUES_FILE, read_cues
 
         if not (path / CUES_FILE).is_file():
             raise DataError(f"{path}: world.json says cue_switches but {CUES_FILE} is missing")

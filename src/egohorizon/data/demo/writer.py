@@ -40,7 +40,7 @@ def generate_demo_world(out: str | Path | None = None, seed: int = 0, participan
                         weeks: int = DEFAULT_WEEKS, cue_switches: bool = False) -> Path:
     """Simulates the world and writes events.jsonl, recordings.jsonl, transcript.jsonl and
     world.json into ``out`` (created if needed; other files there are left alone). Returns ``out``.
-    ``cue_switches`` also writes ``cues.jsonl`` (``egohorizon.data.demo_cues``); the other files are
+    ``cue_switches`` also writes ``cues.jsonl`` (``egohorizon.data.demo.cues.switches``); the other files are
     the same either way."""
     return build_demo_world(out, seed=seed, participants=participants, weeks=weeks, cue_switches=cue_switches).path
 
@@ -62,11 +62,11 @@ def build_demo_world(out: str | Path | None = None, seed: int = 0, participants:
                       "utterances": len(records.transcript)}
     cues = None
     if cue_switches:  # only then: the default world.json stays byte for byte what it was
-        from egohorizon.data import demo_cues
+        from egohorizon.data.demo.cues import switches
 
-        cues = demo_cues.make_cues(records.events, seed)
-        demo_cues.write_cues(out, cues)
-        meta["cue_switches"] = {**demo_cues.settings(), "cues": len(cues)}
+        cues = switches.make_cues(records.events, seed)
+        switches.write_cues(out, cues)
+        meta["cue_switches"] = {**switches.settings(), "cues": len(cues)}
     meta["generation_s"] = round(time.perf_counter() - began, 2)
     write_json_atomic(out / "world.json", meta, indent=2)
     log.info("demo world written to %s in %.1f s (%d events, %d sessions)", out, meta["generation_s"],
@@ -77,11 +77,11 @@ def build_demo_world(out: str | Path | None = None, seed: int = 0, participants:
 def _cue_settings_match(meta: dict, cue_switches: bool) -> bool:
     if not cue_switches:
         return "cue_switches" not in meta
-    from egohorizon.data import demo_cues
+    from egohorizon.data.demo.cues import switches
 
     recorded = dict(meta.get("cue_switches") or {})
     recorded.pop("cues", None)
-    return recorded == demo_cues.settings()
+    return recorded == switches.settings()
 
 
 def is_current(path: Path, seed: int, participants: int, weeks: int, cue_switches: bool = False) -> bool:

@@ -2,7 +2,7 @@
 
 A sample is the files sharing the key ``<participant>_<day>_<session>_w<window>``:
 
-    <key>.json      the window's metadata (egohorizon.data.windows.WindowSample.meta)
+    <key>.json      the window's metadata (egohorizon.data.windows.sample.WindowSample.meta)
     <key>.f000.jpg  frame 0, downscaled to the long side; f001.jpg, ... one per frame, in time order
     <key>.c000.jpg  the native-resolution gaze crop of frame 0, only for frames with a crop_box
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from egohorizon.data.windows import WINDOW_SCHEMA_VERSION, WindowSample
+from egohorizon.data.windows.sample import WINDOW_SCHEMA_VERSION, WindowSample
 
 if TYPE_CHECKING:
     from egohorizon.data.shards.arena import DecodeArena

@@ -18,7 +18,7 @@ Format (``INDEX_FORMAT``, version ``INDEX_VERSION``)::
 ``deid.frames`` counts the frames that passed the de-identifier (0 when it was off).
 ``build.screen_text`` is the on-screen text reader's settings (its OCR version) or ``"off"``;
 ``screen_text`` counts the frames OCR'd, the failed reads, the lines kept and the sensitive lines
-dropped (egohorizon.data.window_text). ``window_schema_version`` 1: shards from before on-screen text;
+dropped (egohorizon.data.windows.text). ``window_schema_version`` 1: shards from before on-screen text;
 ``require_screen_text`` refuses them (and shards built with it off) for readers that need it.
 
 ``path`` is relative to the index's folder, inside it and one file per entry (``path_problems``;

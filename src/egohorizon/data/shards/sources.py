@@ -24,8 +24,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_MISSING, IngestedRecording, Word, find_ingested
-from egohorizon.data.windows import SourceFrame, overlapping_events, window_count
+from egohorizon.data.ingest.ingested import GAZE_MISSING, IngestedRecording, Word, find_ingested
+from egohorizon.data.windows.sample import SourceFrame, overlapping_events, window_count
 from egohorizon.errors import DataError
 from egohorizon.schema import Event, Recording, load_jsonl
 

@@ -20,7 +20,7 @@
 - Every frame passes the de-identifier (if any) before it is downscaled, cropped, OCR'd or stored;
   the counts of what it masked go into the shard's entry.
 - On-screen text (``screen_text=True``, the default) is read from a few de-identified frames of each
-  window (``egohorizon.data.window_text``); the reader's settings are part of the build settings and
+  window (``egohorizon.data.windows.text``); the reader's settings are part of the build settings and
   its counts (frames read, failed reads, lines, sensitive lines dropped) go into the shard's entry.
 """
 
@@ -38,11 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.atomic_files import write_json_atomic
-from egohorizon.data.ingested import GAZE_STATUSES, Word
+from egohorizon.data.ingest.ingested import GAZE_STATUSES, Word
 from egohorizon.data.shards.encode import encode_window
 from egohorizon.data.shards.index import INDEX_FILE, ShardIndex
 from egohorizon.data.shards.sources import RecordingSource, source_fingerprint
-from egohorizon.data.windows import (
+from egohorizon.data.windows.sample import (
     WINDOW_SCHEMA_VERSION,
     SourceFrame,
     WindowConfig,
@@ -259,7 +259,7 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
     ``deid``: auto | on | off | faces | text (egohorizon.data.deid.deid.make_deidentifier); ``auto``
     is off when every source is the demo world and on otherwise. ``deidentifier`` overrides it.
     ``deid_names``: names to hide in screen text and speech (egohorizon.data.deid.sensitive).
-    ``screen_text``: read each window's on-screen text (egohorizon.data.window_text) from its
+    ``screen_text``: read each window's on-screen text (egohorizon.data.windows.text) from its
     de-identified frames; a failed read is counted in the shard's entry, never fatal.
     ``inputs``: where the sources were read from (``{"ingested": [folders], "events": [files]}``),
     kept in the index so ``shards verify`` can compare the shards with them."""
@@ -278,7 +278,7 @@ def build_shards(sources: Sequence[RecordingSource], out_dir: str | os.PathLike,
                            crop_quality=crop_quality, deid=resolved)
     reader = None
     if screen_text:
-        from egohorizon.data.window_text import ScreenTextReader
+        from egohorizon.data.windows.text import ScreenTextReader
 
         reader = ScreenTextReader(names=deid_names)
     build["screen_text"] = reader.setting if reader is not None else "off"

@@ -20,7 +20,7 @@ event crosses a session boundary").
   adapter, which only learned single prompts, is asked the same prompt again), up to ``retries`` times,
   sampled at ``retry_temperature`` with a new seed each time (seeded, so cached and
   repeatable); then the day fails (``DayFailed``) and is left out, never patched.
-- The built day is checked against the hierarchy invariants (``data.hierarchy``) before it counts.
+- The built day is checked against the hierarchy invariants (``data.events.hierarchy``) before it counts.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.errors import EgohorizonError
 from egohorizon.llm.base import LLMBackend, LLMError, Message
 from egohorizon.prompts.abstract import Group, ReplyError, parse_groups, render_abstract_prompt, retry_message

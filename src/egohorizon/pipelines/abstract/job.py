@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from egohorizon.data.figures import write_level_figures
-from egohorizon.data.hierarchy import check_hierarchy
+from egohorizon.data.events.figures import write_level_figures
+from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend
 from egohorizon.pipelines.abstract.day import AbstractSettings, Counts, DayFailed, abstract_day, ask_model

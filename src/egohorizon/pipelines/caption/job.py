@@ -223,7 +223,7 @@ def draw_gaze_on_stored(meta: dict[str, Any], chosen: list[int], images: list[An
     and ringed in place, as ``caption_sample`` rings decoded frames (the same condition, the same
     ``draw_gaze``, at the stored size, so at the stored gaze point); the others stay bytes."""
     from egohorizon.data.shards.encode import CORRUPT_IMAGE, SampleError, decode_jpeg
-    from egohorizon.data.windows import draw_gaze
+    from egohorizon.data.windows.sample import draw_gaze
 
     if meta.get("gaze_drawn"):
         return

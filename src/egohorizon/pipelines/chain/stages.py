@@ -1,7 +1,7 @@
 """The chain's five stages (``pipelines.chain.runner``), each a call into the library the matching command uses:
-``data.aria.ingest_aria`` / ``data.video.ingest_video``, ``data.shards.writer.build_shards``, the
-caption job (``pipelines.caption.setup.make_job``), the abstraction job (``pipelines.abstract.job``) and
-``data.points.build_points``. Each returns a JSON-able summary for the report."""
+``data.ingest.aria.ingest_aria`` / ``data.ingest.video.ingest_video``, ``data.shards.writer.build_shards``,
+the caption job (``pipelines.caption.setup.make_job``), the abstraction job (``pipelines.abstract.job``) and
+``data.points.build.build_points``. Each returns a JSON-able summary for the report."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def _ingest_one(entry: dict[str, Any], out: Path) -> None:
     common = {"participant": entry["participant"], "day": entry.get("day"), "session": entry.get("session"),
               "overwrite": False}
     if path.suffix.lower() == ".vrs":
-        from egohorizon.data.aria import find_gaze_csv, ingest_aria
+        from egohorizon.data.ingest.aria import find_gaze_csv, ingest_aria
 
         mps = path.parent / "mps"
         speech = path.parent / "speech.csv"
@@ -72,7 +72,7 @@ def _ingest_one(entry: dict[str, Any], out: Path) -> None:
                     speech_csv=speech if speech.is_file() else None, time_base=entry.get("time_base", "epoch"),
                     **common)
     else:
-        from egohorizon.data.video import ingest_video
+        from egohorizon.data.ingest.video import ingest_video
 
         ingest_video(path, out, start_time=entry.get("start_time"), **common)
 
@@ -114,7 +114,7 @@ def _demo_world(settings: ChainSettings):
 def run_shards(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
     from egohorizon.data.shards.sources import demo_sources, ingested_sources
     from egohorizon.data.shards.writer import build_shards
-    from egohorizon.data.windows import WindowConfig
+    from egohorizon.data.windows.sample import WindowConfig
 
     options = dict(settings.shards)
     deid = options.pop("deid", "auto")
@@ -190,7 +190,7 @@ def run_abstract(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
 
 
 def run_points(run_dir: Path, settings: ChainSettings) -> dict[str, Any]:
-    from egohorizon.data.points import build_points, check_splits_filled, count_points
+    from egohorizon.data.points.build import build_points, check_splits_filled, count_points
     from egohorizon.data.splits import SPLITS, make_day_split
     from egohorizon.schema import Event, load_jsonl, write_jsonl
 

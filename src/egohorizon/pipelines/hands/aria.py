@@ -3,7 +3,7 @@
 The device tracks 21 3D landmarks per hand (left and right, with a confidence) beside its RGB frames
 (stream ``handtracking``; projectaria-tools ``get_hand_pose_data_by_index``). Each RGB frame gets the
 tracking sample nearest in time (within ``tolerance_ns``); its landmarks, in the device frame, go
-through the device calibration into the RGB camera (the same path as gaze: ``data.aria.projection``)
+through the device calibration into the RGB camera (the same path as gaze: ``data.ingest.aria.projection``)
 and their extent, widened by ``margin`` like the detector's landmark boxes, is that hand's box in the
 raw (not rotated) RGB image. A landmark behind the camera or outside the lens model does not project
 and is left out; a hand with fewer than ``min_points`` projected landmarks gets no box.

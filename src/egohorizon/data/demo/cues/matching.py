@@ -17,7 +17,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from egohorizon.data.demo_cues import CUE_OF_KEY
+from egohorizon.data.demo.cues.switches import CUE_OF_KEY
 from egohorizon.schema import Event, ForecastPoint
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from warnings import catch_warnings, simplefilter
 
-from egohorizon.data.aria.native_output import native_output_to_log
+from egohorizon.data.ingest.aria.native_output import native_output_to_log
 from egohorizon.errors import DataError
 
 # Search order inside an MPS folder: personalized gaze is the more accurate when present.

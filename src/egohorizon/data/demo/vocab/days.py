@@ -7,7 +7,7 @@ lasts until lunch whatever the person happened to do in it.
 """
 
 from egohorizon.data.demo.grammar import activity, episode, opt, pick
-from egohorizon.data.demo.vocab_home import DISHES
+from egohorizon.data.demo.vocab.home import DISHES
 
 # --- level-4 wrappers ---------------------------------------------------------------------------------
 activity("phone_call", "call {family} in the evening|have a long phone call with {family}|catch up with {family}",

@@ -1,6 +1,6 @@
 """One participant's past as the QA generator sees it: everything that ended by the question time.
 
-``History.until(t_q)`` is the only view the question makers (``qa_tasks``) get, so an answer or a
+``History.until(t_q)`` is the only view the question makers (``tasks``) get, so an answer or a
 distractor can only come from what was recorded before the question was asked (SPEC §2, issue 13).
 Time is rendered the same way everywhere (``clock``), in the prompts and in the options.
 """

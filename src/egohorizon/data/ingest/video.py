@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_NO_SOURCE, IngestedRecording, RecordingWriter
+from egohorizon.data.ingest.ingested import GAZE_NO_SOURCE, IngestedRecording, RecordingWriter
 from egohorizon.errors import DataError
 
 log = logging.getLogger(__name__)

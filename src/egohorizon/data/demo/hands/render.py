@@ -1,4 +1,4 @@
-"""Draw a frame of a demo hand clip (``data.demo.hands``): the place's background, the object of the
+"""Draw a frame of a demo hand clip (``data.demo.hands.clips``): the place's background, the object of the
 step in progress, and the two hands with their sleeves, the top hand drawn last (it occludes).
 
 The colours of the places come from the window renderer's ``PLACES`` table, read only: that
@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from egohorizon.data.demo.hands import HANDS, OBJECTS, HandClip, hand_at, hand_outline
+from egohorizon.data.demo.hands.clips import HANDS, OBJECTS, HandClip, hand_at, hand_outline
 from egohorizon.data.demo.render import PLACES
 
 SKIN = {"left": (224, 172, 140), "right": (214, 160, 126)}

@@ -3,7 +3,7 @@ answers the simulation knows for certain, split by held-out days.
 
 For every participant and recorded day (after the first ``min_history_days``), and every task type,
 ``per_day`` question times are drawn: the end of one of that day's sessions. The task's maker
-(``qa_tasks``) sees only the participant's past up to that time (``qa_history.History.until``). An
+(``tasks``) sees only the participant's past up to that time (``history.History.until``). An
 item's split is its question day's split (``egohorizon.data.splits``; the evidence may reach back into
 earlier days of any split, as forecasting contexts do). Answer positions are balanced per task type:
 positions are dealt per task type and split in shuffled blocks of A-D, so chance and the majority-position
@@ -19,7 +19,7 @@ possibly right), so an option text is right about once in every four times it is
 
 Each item is a ``schema.QAItem`` with ``level`` (from the task), ``evidence`` (session, start, end of
 each event that holds the answer) and ``meta``: ``t_question`` (Unix s), ``day``, ``split``, and the
-maker's ground-truth notes. ``egohorizon.data.leakage.check_qa_items`` checks every item before it is
+maker's ground-truth notes. ``egohorizon.data.points.leakage.check_qa_items`` checks every item before it is
 written.
 """
 
@@ -30,8 +30,8 @@ import string
 from collections import Counter, defaultdict
 from typing import Any
 
-from egohorizon.data.demo.qa_history import History
-from egohorizon.data.demo.qa_tasks import MAKERS, Draft
+from egohorizon.data.demo.qa.history import History
+from egohorizon.data.demo.qa.tasks import MAKERS, Draft
 from egohorizon.data.splits import DaySplit
 from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS
 from egohorizon.progress import QUIET, StepProgress

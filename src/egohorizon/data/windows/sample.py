@@ -8,12 +8,12 @@ recording's start. It holds
   (frames whose gaze is missing or outside the image get no crop),
 - optionally the gaze drawn on the downscaled frame,
 - the words whose start lies in the window (each word belongs to exactly one window) and their text,
-- the on-screen text read from a few of its de-identified frames (``egohorizon.data.window_text``;
+- the on-screen text read from a few of its de-identified frames (``egohorizon.data.windows.text``;
   ``screen_text``: unique lines with their time in the window; empty when the build did not read it),
 - the events of the same participant that overlap the window, and the level-1 ones' texts as captions,
 - ids (participant, day, session, recording, window index) and times.
 
-Pixel convention (as in egohorizon.data.ingested): pixel centres at integer coordinates, so scaling
+Pixel convention (as in egohorizon.data.ingest.ingested): pixel centres at integer coordinates, so scaling
 by ``s`` maps x to ``(x + 0.5) * s - 0.5``; this is what cv2.resize does to pixel centres.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_MISSING, GAZE_OK, GAZE_OUTSIDE, Word
+from egohorizon.data.ingest.ingested import GAZE_MISSING, GAZE_OK, GAZE_OUTSIDE, Word
 from egohorizon.schema import Event, Recording
 
 # 2: ``screen_text`` (on-screen text lines) and the events' ``place``; readers that need them refuse
@@ -265,7 +265,7 @@ def build_window(recording: Recording, index: int, frames: Sequence[SourceFrame]
                  deidentify: Callable[[np.ndarray], tuple[np.ndarray, dict[str, int]]] | None = None,
                  screen_text=None) -> WindowSample:
     """One window sample; every native frame passes ``deidentify`` before anything is cut from it or
-    read: ``screen_text`` (an ``egohorizon.data.window_text.ScreenTextReader``) OCRs the de-identified
+    read: ``screen_text`` (an ``egohorizon.data.windows.text.ScreenTextReader``) OCRs the de-identified
     frames only."""
     start = recording.start + index * config.window_s
     end = start + config.window_s

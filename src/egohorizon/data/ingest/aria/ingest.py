@@ -1,5 +1,5 @@
 """``ingest_aria``: one Aria VRS file (with its MPS gaze, hands and trajectory and its speech) to an
-ingested recording folder (egohorizon.data.ingested), and the per-frame records it keeps.
+ingested recording folder (egohorizon.data.ingest.ingested), and the per-frame records it keeps.
 
 Each stored frame gets the nearest gaze sample (projected into the image, or marked missing or outside),
 ``meta["hands"]`` (wrist and palm projected: hand pseudo-labels) and ``meta["device_pose"]``; a gaze,
@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.aria.projection import GazeProjector
-from egohorizon.data.aria.speech import read_speech
-from egohorizon.data.aria.tracks import (
+from egohorizon.data.ingest.aria.projection import GazeProjector
+from egohorizon.data.ingest.aria.speech import read_speech
+from egohorizon.data.ingest.aria.tracks import (
     HandSample,
     gaze_confidence,
     match_nearest,
@@ -29,14 +29,20 @@ from egohorizon.data.aria.tracks import (
     read_hands,
     read_trajectory,
 )
-from egohorizon.data.aria.vrs import (
+from egohorizon.data.ingest.aria.vrs import (
     check_complete,
     frame_period,
     make_time_base,
     open_vrs,
     sample_frame_indices,
 )
-from egohorizon.data.ingested import GAZE_MISSING, GAZE_NO_SOURCE, IngestedRecording, RecordingWriter, Word
+from egohorizon.data.ingest.ingested import (
+    GAZE_MISSING,
+    GAZE_NO_SOURCE,
+    IngestedRecording,
+    RecordingWriter,
+    Word,
+)
 from egohorizon.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -100,7 +106,7 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
                 overwrite: bool = False, allow_truncated: bool = False,
                 hands_csv: str | os.PathLike | None = None, trajectory_csv: str | os.PathLike | None = None,
                 mps_tolerance_s: float = 0.1, mps_not_read: list[str] | None = None) -> IngestedRecording:
-    """Writes an ingested recording folder (see egohorizon.data.ingested) from one Aria VRS file.
+    """Writes an ingested recording folder (see egohorizon.data.ingest.ingested) from one Aria VRS file.
     A file cut short (fewer records than its VRS index lists) is refused unless ``allow_truncated``;
     then the gap is kept in ``meta["truncated"]``. Warnings also go to ``meta["warnings"]``.
 

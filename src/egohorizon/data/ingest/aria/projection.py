@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.ingested import GAZE_OK, GAZE_OUTSIDE
+from egohorizon.data.ingest.ingested import GAZE_OK, GAZE_OUTSIDE
 from egohorizon.errors import DataError
 
 

@@ -15,19 +15,19 @@ A package by job (issue 24): ``mps_files`` (finding an MPS folder's files, check
 ``tracks`` (gaze, hand and trajectory readers, nearest-sample matching), ``projection`` (GazeProjector,
 the clockwise turn), ``speech``, ``vrs`` (opening, time base, frame sampling, truncation), ``ingest``
 (``ingest_aria`` and the per-frame records), ``native_output`` (projectaria-tools' console output to
-the debug log). Everything is re-exported here: ``from egohorizon.data.aria import ingest_aria``.
+the debug log). Everything is re-exported here: ``from egohorizon.data.ingest.aria import ingest_aria``.
 
 projectaria-tools is imported inside the functions that need it (it is an optional, heavy module).
 """
 
-from egohorizon.data.aria.ingest import (  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.ingest import (  # noqa: F401  (re-exported)
     gaze_overlap_warning,
     hand_status_counts,
     hands_meta,
     ingest_aria,
     pose_meta,
 )
-from egohorizon.data.aria.mps_files import (  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.mps_files import (  # noqa: F401  (re-exported)
     GAZE_FILE_NAMES,
     GAZE_LAYOUTS,
     HAND_FILE_PATTERNS,
@@ -41,10 +41,13 @@ from egohorizon.data.aria.mps_files import (  # noqa: F401  (re-exported)
     find_mps_files,
     read_mps_csv,
 )
-from egohorizon.data.aria.native_output import native_output_to_log  # noqa: F401  (re-exported)
-from egohorizon.data.aria.projection import GazeProjector, rotate_point_cw90  # noqa: F401  (re-exported)
-from egohorizon.data.aria.speech import SPEECH_COLUMNS, read_speech  # noqa: F401  (re-exported)
-from egohorizon.data.aria.tracks import (  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.native_output import native_output_to_log  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.projection import (  # noqa: F401  (re-exported)
+    GazeProjector,
+    rotate_point_cw90,
+)
+from egohorizon.data.ingest.aria.speech import SPEECH_COLUMNS, read_speech  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.tracks import (  # noqa: F401  (re-exported)
     CONFIDENCE_FULL_SCALE_RAD,
     GazeTrack,
     HandSample,
@@ -57,7 +60,7 @@ from egohorizon.data.aria.tracks import (  # noqa: F401  (re-exported)
     read_hands,
     read_trajectory,
 )
-from egohorizon.data.aria.vrs import (  # noqa: F401  (re-exported)
+from egohorizon.data.ingest.aria.vrs import (  # noqa: F401  (re-exported)
     EARLIEST_PLAUSIBLE_EPOCH,
     TimeBase,
     check_complete,

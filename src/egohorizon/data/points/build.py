@@ -34,7 +34,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from egohorizon.data.leakage import check_points, context_view, recency_order, time_order
+from egohorizon.data.points.leakage import check_points, context_view, recency_order, time_order
 from egohorizon.data.splits import OFFICIAL_FIELD, SPLITS, DaySplit
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import Event, ForecastPoint

@@ -3,7 +3,7 @@ hands work through household subtasks, with gold per-frame hand boxes, subtask s
 segments (Ego4D verbs) and hand captions, split by held-out days.
 
 A clip is a pure function of (seed, clip index): ``make_clip`` draws its script (subtasks -> steps
--> per-hand segments) and its hand motion; ``hands_render.render_hand_frame`` draws any frame of it,
+-> per-hand segments) and its hand motion; ``render.render_hand_frame`` draws any frame of it,
 so no images are stored. The hands are distinct (thumbs on opposite sides, different sleeves, each
 arm entering from its own bottom corner), occlude each other when they work on one object, leave
 the frame while idle, and change scale from clip to clip (near and far work surfaces).

@@ -12,9 +12,9 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.aria.native_output import native_output_to_log
-from egohorizon.data.aria.tracks import match_nearest
-from egohorizon.data.vrs_index import VrsIndex, read_vrs_index
+from egohorizon.data.ingest.aria.native_output import native_output_to_log
+from egohorizon.data.ingest.aria.tracks import match_nearest
+from egohorizon.data.ingest.aria.vrs_index import VrsIndex, read_vrs_index
 from egohorizon.errors import DataError
 
 EARLIEST_PLAUSIBLE_EPOCH = 1.4e9  # 2014: Aria did not exist before; smaller clocks were never set

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.data.aria.mps_files import GAZE_LAYOUTS, HAND_LAYOUTS, TRAJECTORY_LAYOUTS, read_mps_csv
+from egohorizon.data.ingest.aria.mps_files import GAZE_LAYOUTS, HAND_LAYOUTS, TRAJECTORY_LAYOUTS, read_mps_csv
 
 # Gaze confidence: 1 - (half-width of MPS's yaw/pitch confidence interval) / this, clipped to [0, 1].
 # 0.2 rad (~11 deg) is wider than the interval of any usable fixation in MPS outputs we have seen.

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from egohorizon.data.demo.qa_history import Past, clock, date_of, weekday
+from egohorizon.data.demo.qa.history import Past, clock, date_of, weekday
 from egohorizon.schema import Event
 
 DAY_S = 86400.0
@@ -117,7 +117,7 @@ def habit_inference(past: Past, rng: random.Random, world: Any) -> Draft | None:
         return None
     key, top, per_weekday, days = rng.choice(sorted(candidates, key=lambda c: c[0]))
     occurrences = [e for d in sorted(days) for e in days[d]]
-    from egohorizon.data.demo.qa_history import WEEKDAYS
+    from egohorizon.data.demo.qa.history import WEEKDAYS
 
     wrong = [w for w in WEEKDAYS if w != top and per_weekday[w] * 2 <= per_weekday[top]]
     distractors = _pick(rng, wrong, {top})

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from egohorizon.data.hierarchy import level_stats
-from egohorizon.data.stats import duration_text
+from egohorizon.data.events.hierarchy import level_stats
+from egohorizon.data.events.stats import duration_text
 from egohorizon.errors import DataError
 from egohorizon.schema import EPOCH_CLOCK_FROM, Event
 
