@@ -28,6 +28,10 @@ recording has none). Batches are then what ``egohorizon.backbones.collate.Vision
 
 Counters of skipped and corrupt samples are logged as ``<split>/data_<counter>`` and the run stops
 with a DataError naming the shards when more than ``max_bad_fraction`` of the samples are bad.
+
+Why one file: it is one LightningDataModule (the TaskDataModule interface, the shard streams of each
+split, their bad-sample counters) plus the small dataset and collate classes only it uses; the window
+decoding, prompts and batching it calls live in egohorizon.data.shards, prompts and backbones.
 """
 
 from __future__ import annotations

@@ -11,6 +11,10 @@ Points come from ``events`` (a file or a folder with ``events.jsonl``; the demo 
 by held-out days, or from a folder of ``points_{train,val,test}.jsonl`` and ``splits.json``
 (``points_dir``, with ``events`` for the leakage guard). The guard checks every point before anything
 is tokenised whenever the events are at hand.
+
+Why one file: it is one LightningDataModule (the TaskDataModule interface, point loading with its
+leakage guard, tokenising and length bucketing of each split); points, prompts and splits come from
+egohorizon.data and egohorizon.prompts.
 """
 
 from __future__ import annotations

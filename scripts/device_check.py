@@ -23,6 +23,9 @@ Figures: median step time, peak memory, tokens/s, MFU against 989 TFLOP/s (H200 
 One JSON line at the end; exit 0 when every check passed, 1 otherwise. The main process imports only
 torch, transformers, peft, yaml and egohorizon.backbones (no hydra, omegaconf, lightning, deepspeed);
 the ZeRO-3 child also imports deepspeed and egohorizon.checkpoints.
+
+Why one file: it is the single script the lent GPU machine runs in one short call (scripts/device_check.sh),
+its checks read top to bottom in the order they run, and it must import nothing of the training stack.
 """
 
 from __future__ import annotations

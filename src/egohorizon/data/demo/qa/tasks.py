@@ -13,6 +13,9 @@ which values of its task's answer space are certainly wrong for it (``pooled``: 
 answer and ``excluded``), and the generator (``qa.generate_items``) redraws its distractors from the
 answers of the same task type and person, as often as each is right; makers whose options cannot come
 from that pool (personality, temporal ordering) ask the question in both polarities instead.
+
+Why one file: the 14 makers are short and alike (each reads a Past and returns a Draft through the
+same few helpers), and they are read best side by side, in the paper's order and that of docs/qa.md.
 """
 
 from __future__ import annotations
