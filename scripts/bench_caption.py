@@ -96,9 +96,10 @@ def local_ratio(shards: Path, out: Path, args) -> dict:
     """The job with the local tiny model over one shard, against the model's own generation time."""
     from egohorizon.data.shards.index import ShardIndex
     from egohorizon.llm.vision_local import LocalVLMBackend
-    from egohorizon.pipelines.caption.job import CaptionJob, ShardReader
+    from egohorizon.pipelines.caption.job import CaptionJob
     from egohorizon.pipelines.caption.runners import LocalRunner, _EncodedBatches
     from egohorizon.pipelines.caption.setup import ModelChoice, caption_settings, provenance
+    from egohorizon.pipelines.caption.windows import ShardReader
 
     index = ShardIndex.load(shards)
     count = len(index.shards)

@@ -94,7 +94,7 @@ def pick_frames(count: int, frames_per_window: int | None, rng=None) -> list[int
 
 def _scaled(gaze: Sequence[float], info: Mapping[str, Any], image) -> tuple[float, float]:
     """The gaze point (stored in the frame's pixels, ``info["size"]`` = [w, h]) in ``image``'s pixels:
-    the offline job may decode a frame at a reduced scale (egohorizon.pipelines.caption.job.LazyImages)."""
+    the offline job may decode a frame at a reduced scale (egohorizon.pipelines.caption.windows.LazyImages)."""
     size = info.get("size")
     if not size or (image.shape[1], image.shape[0]) == tuple(size):
         return gaze[0], gaze[1]

@@ -1,5 +1,5 @@
 """The offline caption job decodes a frame no larger than the local model's processor needs
-(egohorizon.pipelines.caption.job.LazyImages with ``fit``), and the gaze ring still lands on the gaze point."""
+(egohorizon.pipelines.caption.windows.LazyImages with ``fit``), and the gaze ring still lands on the gaze point."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import simplejpeg
 
 from egohorizon.data.shards.encode import SampleError
-from egohorizon.pipelines.caption.job import LazyImages
+from egohorizon.pipelines.caption.windows import LazyImages
 from egohorizon.prompts.caption import caption_sample
 
 

@@ -22,7 +22,8 @@ def raw_samples(folder):
 
 def test_stored_images_are_the_shards_bytes_or_the_same_ringed_frames(shards):  # noqa: F811
     from egohorizon.data.shards.encode import decode_jpeg
-    from egohorizon.pipelines.caption.job import CaptionSettings, prepare_window
+    from egohorizon.pipelines.caption.settings import CaptionSettings
+    from egohorizon.pipelines.caption.windows import prepare_window
 
     settings = CaptionSettings(prompt="caption", prompt_name="caption", prompt_version="x", frames_per_window=4)
     compared = ringed = passed = 0
@@ -48,7 +49,8 @@ def test_stored_images_are_the_shards_bytes_or_the_same_ringed_frames(shards):  
 
 
 def test_a_truncated_stored_image_fails_its_window_as_input(shards):  # noqa: F811
-    from egohorizon.pipelines.caption.job import CaptionSettings, prepare_window
+    from egohorizon.pipelines.caption.settings import CaptionSettings
+    from egohorizon.pipelines.caption.windows import prepare_window
 
     settings = CaptionSettings(prompt="caption", prompt_name="caption", prompt_version="x", frames_per_window=4)
     for raw in raw_samples(shards):

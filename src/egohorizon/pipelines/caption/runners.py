@@ -18,8 +18,9 @@ from collections.abc import Iterator
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
-from egohorizon.pipelines.caption.job import CaptionSettings, Outcome, ShardReader, prepare_window
 from egohorizon.pipelines.caption.results import INPUT, MODEL
+from egohorizon.pipelines.caption.settings import CaptionSettings
+from egohorizon.pipelines.caption.windows import Outcome, ShardReader, prepare_window
 
 log = logging.getLogger(__name__)
 
@@ -89,7 +90,7 @@ class _EncodedBatches:
 
     def __init__(self, reader: ShardReader, settings: CaptionSettings, encoder, batch_size: int):
         self.reader, self.settings, self.encoder, self.batch_size = reader, settings, encoder, batch_size
-        # Decode no larger than the processor needs (pipelines.caption.job.LazyImages): about halves the
+        # Decode no larger than the processor needs (pipelines.caption.windows.LazyImages): about halves the
         # worker's CPU per window on 448-px frames for the tiny backbone (docs/captioning.md).
         self.fit = getattr(encoder, "image_size", None)
 

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
-from egohorizon.pipelines.caption.job import CaptionJob, CaptionSettings
+from egohorizon.pipelines.caption.job import CaptionJob
+from egohorizon.pipelines.caption.settings import CaptionSettings
 
 log = logging.getLogger(__name__)
 

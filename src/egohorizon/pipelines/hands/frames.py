@@ -123,7 +123,7 @@ def shard_frames(shards: str | Path, problems: list[dict[str, Any]]
     gets one entry per shard that lost any (shard, lost, reasons)."""
     from egohorizon.data.shards.encode import SampleError, decode_window
     from egohorizon.data.shards.index import ShardIndex
-    from egohorizon.pipelines.caption.job import ShardReader
+    from egohorizon.pipelines.caption.windows import ShardReader
 
     index = ShardIndex.load(Path(shards))
     reader = ShardReader(index, index.shards, done=set())
