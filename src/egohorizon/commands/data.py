@@ -140,7 +140,7 @@ def run_validate(args: argparse.Namespace) -> int:
         raise DataError(f"{path}: is a folder; expected a .jsonl file{example}")
     if not path.is_file():
         raise DataError(f"{path}: no such file")
-    from egohorizon.data.file_kind import not_json_lines
+    from egohorizon.schema.file_kind import not_json_lines
 
     wrong_kind = not_json_lines(path)  # a CSV or one JSON document: one message, not one per line
     if wrong_kind:

@@ -98,7 +98,7 @@ def read_jsonl(path: str | os.PathLike, record_type: type[R]) -> ReadResult:
     if lines and (lines[0][2] or not isinstance(lines[0][1], dict)):
         # a CSV or one JSON document where JSON Lines are expected: one defect naming what the file
         # is, not one "invalid JSON" per line (issue 22, item 15, for every reader of records)
-        from egohorizon.data.file_kind import not_json_lines
+        from egohorizon.schema.file_kind import not_json_lines
 
         wrong_kind = not_json_lines(path)
         if wrong_kind:
