@@ -114,6 +114,17 @@ class Checkpoint:
 
 # -- finding -----------------------------------------------------------------------------------------
 
+
+def run_config(target: str | Path):
+    """The resolved config (an OmegaConf DictConfig) of the run ``target`` belongs to
+    (``<run>/config.yaml``), or None."""
+    from omegaconf import OmegaConf
+
+    run = run_dir_of_target(target)
+    if run is None or not (run / "config.yaml").is_file():
+        return None
+    return OmegaConf.load(run / "config.yaml")
+
 def is_deepspeed_checkpoint(path: str | Path) -> bool:
     """A ZeRO checkpoint folder: a ``latest`` tag file or a tag folder with ``*model_states.pt``."""
     path = Path(path)

@@ -31,7 +31,13 @@ from typing import Any
 
 from omegaconf import DictConfig, open_dict
 
-from egohorizon.checkpoints import ADAPTER_META_FILE, read_adapter_meta, resolve_adapter, run_dir_of_target
+from egohorizon.checkpoints import (
+    ADAPTER_META_FILE,
+    read_adapter_meta,
+    resolve_adapter,
+    run_config,
+    run_dir_of_target,
+)
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import conf_dir
 from egohorizon.run.comparison import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
@@ -50,16 +56,6 @@ def default_points(targets: list[str]) -> Path | None:
         if run is not None and (run / "points" / "points_test.jsonl").is_file():
             return run / "points" / "points_test.jsonl"
     return None
-
-
-def run_config(target: str | Path) -> DictConfig | None:
-    """The resolved config of the run ``target`` belongs to (``<run>/config.yaml``), or None."""
-    from omegaconf import OmegaConf
-
-    run = run_dir_of_target(target)
-    if run is None or not (run / "config.yaml").is_file():
-        return None
-    return OmegaConf.load(run / "config.yaml")
 
 
 def task_of(target: str, config: DictConfig | None) -> str:
