@@ -169,6 +169,7 @@ def _label_key(text: str) -> str:
 def read_taxonomy(path: str | os.PathLike) -> Taxonomy:
     """``fho_lta_taxonomy.json`` (``{"verbs": [...], "nouns": [...]}``) or the ``metadata.json`` that
     ``data convert ego4d-lta`` writes (its ``verbs`` / ``nouns`` are the texts the points use)."""
+    # upward: the LTA taxonomy is read by the Ego4D converter's own reader, so both read it alike
     from egohorizon.data.sources._json import read_json, type_name
     from egohorizon.data.sources.ego4d_lta import class_texts
 

@@ -68,6 +68,7 @@ def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end
     """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
     clipped to ``[start, end]`` and relative to ``start``, then the gold scene line when the events
     carry their place; None when it has no action (nothing to learn)."""
+    # upward: the answer is written in the caption format its parser reads back, so one module owns both
     from egohorizon.formats.caption import gold_actions, gold_scene, render_caption_lines
 
     actions = gold_actions(events, start, end)
@@ -125,6 +126,7 @@ def caption_sample(
     infos = window_meta["frames"]
     images = [frames[i] for i in chosen]
     if draw_gaze and not window_meta.get("gaze_drawn"):
+        # upward: the ring drawn at training must be the one the shard writer draws
         from egohorizon.data.windows.sample import draw_gaze as ring
 
         images = [ring(im, _scaled(infos[i]["gaze"], infos[i], im)) if infos[i].get("gaze") else im

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
+# upward: the image marker must be the one the collator expands into image tokens (a constant, torch-free module)
 from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
 from egohorizon.prompts.forecast import render_forecast_prompt
 from egohorizon.schema import ForecastPoint

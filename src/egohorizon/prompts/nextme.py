@@ -54,6 +54,7 @@ def check_no_future(point_id: str, t0: float, events: Sequence[dict[str, Any]]) 
     """LeakageError when an event to be shown starts at or after ``t0`` or ends after it."""
     late = [i for i, e in enumerate(events) if not _shown_before(e, t0)]
     if late:
+        # upward: a late event is the leakage guard's own error, whoever finds it
         from egohorizon.data.points.leakage import LeakageError
 
         first = events[late[0]]

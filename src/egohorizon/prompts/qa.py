@@ -8,6 +8,7 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
+# upward: questions and notes print times with the demo QA items' own clock format
 from egohorizon.data.demo.qa.history import clock
 
 QA_PROMPT_NAME = "qa"
