@@ -4,7 +4,7 @@
         [hidden=REPORT.json ...]
 
 Every REPORT is a per-point forecast report on the same points (a run's ``reports/test.json`` or
-``reports/val_epochNNN.json``, or eval.py's, e.g. with ``data.hide_cues=true``); POINTS the run's
+``reports/val_epochNNN_stepNNNNNN.json``, or eval.py's, e.g. with ``data.hide_cues=true``); POINTS the run's
 ``points/points_<split>.jsonl`` (their ``meta.cue`` marks). Prints a markdown table per level and subset
 (all, cue_driven, phone, person, uncued): each variant's S_norm and its paired difference to the first
 one named, with 95% percentile bootstrap intervals over points (the study's ``bootstrap``, 2,000

@@ -118,7 +118,7 @@ class GenerationEvalCallback(Callback):
         from egohorizon.schema import write_jsonl
 
         prompt = pl_module.prompt
-        tag = split if split == "test" else f"{split}_epoch{trainer.current_epoch:03d}"
+        tag = report_tag(split, trainer.current_epoch, trainer.global_step)
         rows = task.prediction_records(
             items,
             texts,
@@ -177,3 +177,11 @@ def _markdown_table(columns: list[str], rows: list[list[Any]]) -> str:
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
     return "\n".join(lines)
+
+
+def report_tag(split: str, epoch: int, global_step: int) -> str:
+    """The name of a split's predictions and report files: ``test``, or ``val_epochNNN_stepNNNNNN``. The
+    step is part of it because validation may run several times in one epoch (``val_check_interval`` in
+    steps, as the real-model experiments do), and each pass's predictions and report are kept."""
+    return split if split == "test" else f"{split}_epoch{epoch:03d}_step{global_step:06d}"
+
