@@ -19,8 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from egohorizon.studies.grounding import bootstrap
 from egohorizon.schema import ForecastPoint, load_jsonl
+from egohorizon.studies.grounding import bootstrap
 
 SUBSETS = ("all", "cue_driven", "phone", "person", "uncued")
 PHONE_WORDS = ("phone", "message", "notification")

@@ -38,9 +38,9 @@ def write_rgb(array, path: Path) -> None:
 
 
 def run_deid(args: argparse.Namespace) -> int:
-    from egohorizon.errors import ConfigError
     from egohorizon.data.deid.deid import Deidentifier
     from egohorizon.data.deid.sensitive import read_names
+    from egohorizon.errors import ConfigError
     from egohorizon.schema import write_jsonl
 
     source, out = Path(args.images_dir), Path(args.out)

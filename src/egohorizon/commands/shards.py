@@ -73,11 +73,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
+    from egohorizon.data.deid.sensitive import read_names
     from egohorizon.data.shards.sources import demo_sources, ingested_sources
     from egohorizon.data.shards.writer import build_shards
     from egohorizon.data.windows.sample import WindowConfig
     from egohorizon.errors import ConfigError
-    from egohorizon.data.deid.sensitive import read_names
 
     try:
         config = WindowConfig(window_s=args.window, long_side=args.long_side, crop_size=args.crop_size,

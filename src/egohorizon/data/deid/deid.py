@@ -24,7 +24,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from egohorizon.errors import ConfigError
 from egohorizon.data.deid.faces import FACE_DETECTOR_VERSION, BlazeFaceDetector
 from egohorizon.data.deid.screen_text import (  # noqa: F401  (public names of this module before the move)
     SCREEN_TEXT_VERSION,
@@ -44,6 +43,7 @@ from egohorizon.data.deid.sensitive import (  # noqa: F401
     sensitive_spans,
 )
 from egohorizon.data.deid.speech import scrub_words
+from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

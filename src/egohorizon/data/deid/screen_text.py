@@ -35,8 +35,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from egohorizon.errors import ConfigError
 from egohorizon.data.deid.sensitive import SensitiveText
+from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from egohorizon.errors import ConfigError
 from egohorizon.data.deid.faces import MEDIAPIPE_PIN, iou_one_to_many, ssd_anchors
+from egohorizon.errors import ConfigError
 
 # Recorded with every box written by ``egohorizon hands detect|label``: change it when the detector
 # or its default thresholds change.
