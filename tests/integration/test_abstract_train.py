@@ -175,3 +175,13 @@ def test_abstract_smollm2_trains_lora_on_the_real_model_and_decodes_valid_groupi
     rows = _rows(tmp_path / "run" / "predictions" / "test.jsonl")
     assert len(rows) == 2 and all("groups" in r or r["text"].startswith("0-") for r in rows)
     assert list((tmp_path / "run" / "checkpoints").glob("*.adapter"))
+    # The offline job builds a day with the trained text-only adapter (refused before: "no image processor").
+    last_day = days[-1]
+    l1 = [Event(**{**e.to_dict(), "parent": None, "children": []}) for e in events
+          if e.level == 1 and (e.participant, e.day) == last_day][:8]
+    write_jsonl(tmp_path / "l1.jsonl", l1)
+    code = main(["abstract", str(tmp_path / "l1.jsonl"), "--out", str(tmp_path / "built"), "--model",
+                 str(tmp_path / "run"), "--constrained", "--max-events", "8", "--overlap", "2", "--levels", "2",
+                 "--max-new-tokens", "64", "--allow-failed-days"])
+    report = json.loads((tmp_path / "built" / "report.json").read_text())
+    assert code == 0 and report["days_done_now"] == 1 and report["model_calls"] >= 1

@@ -34,13 +34,42 @@ log = logging.getLogger(__name__)
 
 
 
+class TokenizerAsProcessor:
+    """A text-only model's tokenizer in a processor's place, so a text-only adapter (the abstractor trained
+    on SmolLM2) is prompted through the same encoder as a vision-language one: prompts tokenised as the
+    text datamodules tokenise them (no special tokens added), no image processor, and a sample with
+    images refused by name. Picklable, as the encoder is."""
+
+    image_processor = None
+
+    def __init__(self, tokenizer, name: str):
+        self.tokenizer, self.name = tokenizer, name
+
+    @property
+    def chat_template(self):
+        return getattr(self.tokenizer, "chat_template", None)
+
+    def apply_chat_template(self, messages, **options):
+        # a text model's template wants string contents, not the list of parts a VLM's takes
+        flat = [{**m, "content": m["content"] if isinstance(m["content"], str)
+                 else "".join(part.get("text", "") for part in m["content"])} for m in messages]
+        return self.tokenizer.apply_chat_template(flat, **options)
+
+    def __call__(self, text, images=None, return_tensors=None):
+        if images:
+            raise ConfigError(f"{self.name}: a text-only model; images need a vision-language model")
+        return self.tokenizer(text, add_special_tokens=False, return_tensors=return_tensors)
+
+
 class PromptEncoder:
     """Samples -> a generation batch (picklable: it runs in DataLoader workers)."""
 
     def __init__(self, processor, chat_template: bool):
         from egohorizon.backbones.collate import VisionTextCollator
 
-        self.collate = VisionTextCollator(processor, with_prompts=True)
+        # a text-only model gets no dummy image: it has no vision tower to keep busy
+        self.collate = VisionTextCollator(processor, with_prompts=True,
+                                          dummy_image=processor.image_processor is not None)
         self.processor, self.chat_template = processor, chat_template
 
     def text(self, text: str, n_images: int) -> str:
@@ -64,6 +93,8 @@ class PromptEncoder:
         from transformers.models.qwen2_vl.image_processing_qwen2_vl import smart_resize
 
         images = self.processor.image_processor
+        if images is None:
+            return None
         size, patch, merge = (getattr(images, k, None) for k in ("size", "patch_size", "merge_size"))
         low, high = (getattr(size, "shortest_edge", None), getattr(size, "longest_edge", None)) if size else (None, None)
         if not (patch and merge and low and high):
@@ -128,13 +159,18 @@ class LocalVLMBackend(LLMBackend):
     def _backbone(self):
         from egohorizon.backbones import HFBackbone
 
-        return HFBackbone(path=self.base, kind="vlm", dtype=self.dtype)
+        # auto: a vision-language model when the config has a vision tower, else a causal LM (text only)
+        return HFBackbone(path=self.base, kind="auto", dtype=self.dtype)
 
     def load_processor(self):
-        """The processor (cheap: no weights); enough to encode prompts."""
+        """The processor (cheap: no weights); enough to encode prompts. A text-only model's is its
+        tokenizer (``TokenizerAsProcessor``)."""
         if self._processor is None:
-            processor = self._backbone().load_processor()
-            if processor is None or not hasattr(processor, "image_processor"):
+            backbone = self._backbone()
+            processor = backbone.load_processor()
+            if processor is None:
+                processor = TokenizerAsProcessor(backbone.load_tokenizer(), self.base)
+            elif not hasattr(processor, "image_processor"):
                 raise ConfigError(f"{self.base}: no image processor; captioning needs a vision-language model")
             if processor.tokenizer.pad_token_id is None:
                 processor.tokenizer.pad_token = processor.tokenizer.eos_token
