@@ -4,10 +4,10 @@ of import lines it belongs to."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from conftest import REPO_ROOT
+from import_walk import absolute_imports
 
 # DESIGN.md "Layers", highest first (cli and commands on top; backbones, bench, memory, studies and the
 # root's small modules sit beside them and are not ranked). The evaluation callback sits above tasks/:
@@ -32,20 +32,14 @@ def unexplained_upward_imports(src: Path) -> list[str]:
         here = layer_of(module_name(path, src))
         if here is None:
             continue
-        lines = path.read_text().splitlines()
-        for node in ast.walk(ast.parse("\n".join(lines), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                targets = [node.module]
-            else:
+        text = path.read_text()
+        lines = text.splitlines()
+        for lineno, target in absolute_imports(text, str(path)):
+            there = layer_of(target)
+            if there is None or rank[there] >= rank[here]:
                 continue
-            for target in targets:
-                there = layer_of(target)
-                if there is None or rank[there] >= rank[here]:
-                    continue
-                if not explained(lines, node.lineno):
-                    found.append(f"{path.relative_to(src)}:{node.lineno} {here} -> {target}")
+            if not explained(lines, lineno):
+                found.append(f"{path.relative_to(src)}:{lineno} {here} -> {target}")
     return found
 
 

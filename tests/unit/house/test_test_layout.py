@@ -4,26 +4,18 @@ it is collected), so `pytest tests/unit/run/test_compare_tasks.py` alone failed 
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 from conftest import REPO_ROOT
+from import_walk import absolute_imports
 
 TESTS = REPO_ROOT / "tests"
 
 
 def imported_test_modules(path: Path) -> list[tuple[int, str]]:
     """(line, module) of each absolute import of a ``test_*`` module in ``path``, lazy ones included."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
-        else:
-            continue
-        found += [(node.lineno, name.split(".")[0]) for name in names if name.split(".")[0].startswith("test_")]
-    return found
+    return [(lineno, name.split(".")[0]) for lineno, name in absolute_imports(path.read_text(encoding="utf-8"), str(path))
+            if name.split(".")[0].startswith("test_")]
 
 
 def cross_folder_imports(root: Path) -> list[str]:
