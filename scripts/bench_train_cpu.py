@@ -13,7 +13,9 @@ Four timed runs, each from the same freshly built LoRA model (seed 0) over the s
   lightning bf16  the same fit with precision=bf16-mixed (torch.autocast to bfloat16 on the CPU)
   bare bf16       the bare loop inside torch.autocast("cpu", bfloat16)
 Each step is timed from batch start to the end of the optimizer step; the first --warmup steps are not
-counted. Printed: median seconds per step, training tokens/s (non-padding tokens), the ratio
+counted. With --repeats R the four runs are made R times, in reversed order every other time (ABCD DCBA ...),
+so a slow phase of the machine or a run's place in the sequence weighs on every run alike; the figures pool
+the counted steps of all repeats, and the lightning/bare ratio of each repeat is printed too (its spread). Printed: median seconds per step, training tokens/s (non-padding tokens), the ratio
 lightning/bare (goal >= 0.9), bf16/fp32, and the validation loss after the steps (float32, the first
 --val-batches validation batches) so a faster precision is compared at the loss it reaches; then the
 padding share of the bucketed batches and of the same points batched in random order.
@@ -145,6 +147,8 @@ def main() -> int:
     parser.add_argument("--warmup", type=int, default=2, help="first steps not counted (default 2)")
     parser.add_argument("--val-batches", type=int, default=4, help="validation batches for the loss (default 4)")
     parser.add_argument("--runs", default="lightning_fp32,bare_fp32,lightning_bf16,bare_bf16")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="make the runs this many times, alternating their order (default 1)")
     parser.add_argument("--json", default=None, help="also write the figures here")
     parser.add_argument("overrides", nargs="*", default=["experiment=forecast_epic_smollm2"],
                         help="train.py overrides (default experiment=forecast_epic_smollm2)")
@@ -186,22 +190,36 @@ def main() -> int:
           f"{sum(tokens(b) for b in batches)} training tokens; sequence lengths "
           f"{min(b['input_ids'].shape[1] for b in batches)}-{max(b['input_ids'].shape[1] for b in batches)}",
           flush=True)
-    for name in args.runs.split(","):
-        model = fresh_model(cfg, backbone, datamodule)
-        started = time.perf_counter()
-        if name.startswith("lightning"):
-            times = lightning_run(cfg, model, batches, "bf16-mixed" if name.endswith("bf16") else "32-true")
-        else:
-            times = bare_run(cfg, model, batches, bf16=name.endswith("bf16"))
-        counted = times[args.warmup:]
-        tok = sum(tokens(b) for b in batches[args.warmup:])
-        results[name] = {"median_step_s": statistics.median(counted), "tokens_per_s": tok / sum(counted),
-                         "steps": len(times), "wall_s": time.perf_counter() - started,
-                         "val_loss": val_loss(model, val_batches)}
-        print(f"{name:16s} median step {results[name]['median_step_s']:.2f} s, "
-              f"{results[name]['tokens_per_s']:.0f} tokens/s, val loss {results[name]['val_loss']:.4f}",
-              flush=True)
-        del model
+    names = args.runs.split(",")
+    pooled: dict[str, dict[str, list]] = {name: {"times": [], "tokens": [], "val_loss": []} for name in names}
+    per_repeat = []
+    for repeat in range(args.repeats):
+        order = names if repeat % 2 == 0 else names[::-1]
+        this_repeat = {}
+        for name in order:
+            model = fresh_model(cfg, backbone, datamodule)
+            if name.startswith("lightning"):
+                times = lightning_run(cfg, model, batches, "bf16-mixed" if name.endswith("bf16") else "32-true")
+            else:
+                times = bare_run(cfg, model, batches, bf16=name.endswith("bf16"))
+            counted = times[args.warmup:]
+            tok = [tokens(b) for b in batches[args.warmup:]]
+            loss = val_loss(model, val_batches)
+            pooled[name]["times"] += counted
+            pooled[name]["tokens"] += tok
+            pooled[name]["val_loss"].append(loss)
+            this_repeat[name] = sum(tok) / sum(counted)
+            print(f"repeat {repeat + 1} {name:16s} median step {statistics.median(counted):.2f} s, "
+                  f"{this_repeat[name]:.0f} tokens/s, val loss {loss:.4f}", flush=True)
+            del model
+        per_repeat.append(this_repeat)
+    for name, run in pooled.items():
+        results[name] = {"median_step_s": statistics.median(run["times"]),
+                         "tokens_per_s": sum(run["tokens"]) / sum(run["times"]),
+                         "steps_counted": len(run["times"]), "val_loss": run["val_loss"][-1],
+                         "val_losses": run["val_loss"]}
+        print(f"{name:16s} pooled: median step {results[name]['median_step_s']:.2f} s, "
+              f"{results[name]['tokens_per_s']:.0f} tokens/s over {len(run['times'])} steps", flush=True)
 
     def ratio(a: str, b: str) -> float | None:
         return results[a]["tokens_per_s"] / results[b]["tokens_per_s"] if a in results and b in results else None
@@ -213,10 +231,18 @@ def main() -> int:
         "padding_share_bucketed": padding_share(bucketed),
         "padding_share_random_order": padding_share(random_batches),
         "runs": results, "overrides": args.overrides, "steps": args.steps, "warmup": args.warmup,
+        "repeats": args.repeats,
+        "lightning_over_bare_per_repeat": {
+            precision: [r[f"lightning_{precision}"] / r[f"bare_{precision}"] for r in per_repeat
+                        if f"lightning_{precision}" in r and f"bare_{precision}" in r]
+            for precision in ("fp32", "bf16")},
     }
     for key, value in figures.items():
         if isinstance(value, float):
             print(f"{key}: {value:.3f}")
+    for precision, ratios in figures["lightning_over_bare_per_repeat"].items():
+        if ratios:
+            print(f"lightning_over_bare_{precision} per repeat: " + ", ".join(f"{r:.3f}" for r in ratios))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=1) + "\n")
     return 0
