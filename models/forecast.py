@@ -4,6 +4,9 @@ What is specific to forecasting: the ``forecast`` prompt, and two ways of asking
 (``generation.mode``): ``sequences`` samples N outputs with one candidate each; ``in_prompt`` asks
 for one output that lists all N (how an untrained backbone is prompted in context). Each output gets
 ``max_new_tokens`` plus ``max_new_tokens_per_action`` per target action of the batch's largest K.
+``generation.actions`` says what becomes of a candidate's length: ``as_written`` (scored as the model
+wrote it), ``first_k`` (its first K actions kept), ``exactly_k`` (no list may close before K actions,
+egohorizon.llm.action_count, then its first K kept). The cutting is the forecast task's parse.
 
 Generation returns raw texts; parsing and scoring belong to the forecast task and its callback.
 """
@@ -14,6 +17,7 @@ from typing import Any, ClassVar
 
 from egohorizon.errors import ConfigError
 from egohorizon.prompts.forecast import FORECAST_PROMPT_NAME
+from egohorizon.tasks.forecast import ACTIONS
 from models.lora_lm import LoRALanguageModule
 
 MODES = ("sequences", "in_prompt")
@@ -24,8 +28,10 @@ class ForecastModule(LoRALanguageModule):
         **LoRALanguageModule.generation_defaults,
         "mode": "sequences",  # sequences: N outputs, one candidate each; in_prompt: 1 output with N candidates
         "max_new_tokens_per_action": 24,  # added to max_new_tokens for each of the batch's K actions
+        "actions": "as_written",  # as_written | first_k | exactly_k (see the module docstring)
     }
     default_prompt: ClassVar[str] = FORECAST_PROMPT_NAME
+    _token_texts: list[str] | None = None
 
     def sequences_per_input(self) -> int:
         mode = self.generation["mode"]
@@ -36,3 +42,20 @@ class ForecastModule(LoRALanguageModule):
     def max_new_tokens(self, batch: dict[str, Any]) -> int:
         g = self.generation
         return g["max_new_tokens"] + g["max_new_tokens_per_action"] * max(batch["k"])
+
+    def generation_extras(self, batch: dict[str, Any], prompt_length: int) -> dict[str, Any]:
+        actions = self.generation["actions"]
+        if actions not in ACTIONS:
+            raise ConfigError(f"model.generation.actions: expected one of {ACTIONS}, got {actions!r}")
+        if actions != "exactly_k":
+            return {}
+        from transformers import LogitsProcessorList
+
+        from egohorizon.llm.action_count import action_count_processor
+        from egohorizon.llm.constraints import token_texts
+
+        if self._token_texts is None:  # the vocabulary decoded once per model, not per batch
+            self._token_texts = token_texts(self.tokenizer)
+        processor = action_count_processor(self.tokenizer, [int(k) for k in batch["k"]], prompt_length,
+                                           texts=self._token_texts)
+        return {"logits_processor": LogitsProcessorList([processor])}

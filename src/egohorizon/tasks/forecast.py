@@ -17,6 +17,10 @@ from egohorizon.schema import ForecastPoint
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 
 MODES = ("sequences", "in_prompt")
+# What becomes of a candidate's length (model.generation.actions): scored as written, its first K actions
+# kept, or written under the constraint that no list closes before K actions (models.forecast) and then cut
+# to K. A point asks for exactly K actions (SPEC §2); cutting is the forecaster's choice, made on validation.
+ACTIONS = ("as_written", "first_k", "exactly_k")
 
 
 def candidates_from_texts(
@@ -251,17 +255,25 @@ class ForecastTask(Task):
     name = "forecast"
     prediction_field = "candidates"
 
-    def __init__(self, mode: str = "sequences", num_candidates: int = 3):
+    def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written"):
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
-        self.mode, self.num_candidates = mode, num_candidates
+        if actions not in ACTIONS:
+            raise ValueError(f"actions: expected one of {ACTIONS}, got {actions!r}")
+        self.mode, self.num_candidates, self.actions = mode, num_candidates, actions
 
     @classmethod
     def from_generation(cls, generation: Mapping[str, Any]) -> ForecastTask:
-        return cls(mode=generation["mode"], num_candidates=int(generation["num_candidates"]))
+        return cls(mode=generation["mode"], num_candidates=int(generation["num_candidates"]),
+                   actions=generation.get("actions", "as_written"))
 
     def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
-        return candidates_from_texts(texts, self.mode, self.num_candidates)
+        candidates = candidates_from_texts(texts, self.mode, self.num_candidates)
+        if candidates is None or self.actions == "as_written":
+            return candidates
+        if item is None:
+            raise ValueError(f"actions={self.actions!r} cuts a candidate to its point's K: parse needs the point")
+        return [candidate[: item.k] for candidate in candidates]
 
     def evaluate(
         self,

@@ -1,0 +1,121 @@
+"""Constrained decoding of a forecast: no list of actions closes before it holds K of them.
+
+A forecaster trained for a few steps often ends a K = 10 answer after one action
+(``{"candidates": [["Continue stirring"]]}``): the soft edit distance then pays nine deletions, whatever
+the one action is. ``model.generation.actions=exactly_k`` forbids that ending: while the open inner list
+of ``{"candidates": [[...], ...]}`` holds fewer than K finished strings, no token may close it, and the
+reply may not end inside an open list. Every word is still the model's; longer lists are cut to their
+first K actions afterwards (``tasks.forecast``). Replies in another form (numbered lines, prose) open no
+JSON list and are left alone.
+
+``ListState`` is torch-free (a character scanner over the JSON reply); ``ActionCountLogitsProcessor``
+applies it to a transformers ``generate`` call, one K per batch row. Hand-written: transformers has
+length constraints in tokens, none that counts list items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+
+@dataclass(frozen=True)
+class ListState:
+    """Where a partial JSON reply stands: list depth, whether inside a string (and after a backslash),
+    finished strings in the open inner list, and inner lists closed so far."""
+
+    depth: int = 0
+    in_string: bool = False
+    escaped: bool = False
+    items: int = 0
+    lists_closed: int = 0
+
+    def feed(self, piece: str, k: int) -> ListState | None:
+        """The state after ``piece``, or None when ``piece`` closes an inner list before its K-th action
+        or the outer list before any inner one."""
+        state = self
+        for char in piece:
+            state = state._step(char, k)
+            if state is None:
+                return None
+        return state
+
+    def _step(self, char: str, k: int) -> ListState | None:
+        if self.in_string:
+            if self.escaped:
+                return replace(self, escaped=False)
+            if char == "\\":
+                return replace(self, escaped=True)
+            if char == '"':
+                return replace(self, in_string=False, items=self.items + (self.depth == 2))
+            return self
+        if char == '"':
+            return replace(self, in_string=True)
+        if char == "[":
+            return replace(self, depth=self.depth + 1, items=0 if self.depth + 1 == 2 else self.items)
+        if char == "]":
+            if self.depth == 2:
+                return None if self.items < k else replace(self, depth=1, lists_closed=self.lists_closed + 1)
+            if self.depth == 1 and self.lists_closed == 0:
+                return None
+            return replace(self, depth=max(0, self.depth - 1))
+        return self
+
+    @property
+    def may_end(self) -> bool:
+        """Whether the reply may end here: not inside an open list."""
+        return self.depth == 0
+
+
+def reply_state(text: str, k: int) -> ListState | None:
+    """The state after the whole reply ``text`` (None: it already broke the constraint)."""
+    return ListState().feed(text, k)
+
+
+class ActionCountLogitsProcessor:
+    """A transformers logits processor: per batch row, the tokens that would close a list too early, and
+    the end of the reply inside an open list, get -inf.
+
+    ``token_texts[i]`` is token ``i``'s text (``constraints.token_texts``); only the few tokens holding a
+    ``]`` are checked against the row's state, so a step costs a short scan per row, not a pass over the
+    vocabulary. ``ks[i]`` is input ``i``'s K; rows repeat each input ``num_return_sequences`` times.
+    """
+
+    def __init__(self, token_texts: Sequence[str], eos_id: int, ks: Sequence[int], prompt_length: int) -> None:
+        self.token_texts = list(token_texts)
+        self.eos_id, self.ks, self.prompt_length = eos_id, list(ks), prompt_length
+        self.closing_ids = [i for i, text in enumerate(self.token_texts) if "]" in text]
+
+    def banned(self, k: int, ids: Sequence[int]) -> list[int]:
+        """The token ids refused after the reply ``ids`` (empty once it has ended or left the form)."""
+        if self.eos_id in ids:
+            return []
+        text = "".join(self.token_texts[i] if i < len(self.token_texts) else "" for i in ids)
+        state = reply_state(text, k)
+        if state is None:  # cannot happen from a constrained start; the parser reports what it gets
+            return []
+        banned = [i for i in self.closing_ids if state.feed(self.token_texts[i], k) is None]
+        if not state.may_end:
+            banned.append(self.eos_id)
+        return banned
+
+    def __call__(self, input_ids, scores):
+        rows = input_ids.shape[0]
+        per_input = rows // max(1, len(self.ks))
+        for row in range(rows):
+            banned = [i for i in self.banned(self.ks[row // per_input], input_ids[row, self.prompt_length:].tolist())
+                      if i < scores.shape[-1]]  # the tokenizer may know more ids than the model scores
+            if banned:
+                scores[row, banned] = float("-inf")
+        return scores
+
+
+def action_count_processor(tokenizer, ks: Sequence[int], prompt_length: int,
+                           texts: Sequence[str] | None = None) -> ActionCountLogitsProcessor:
+    """The processor for a batch whose inputs ask for ``ks`` actions, prompts left-padded to
+    ``prompt_length`` tokens. ``texts``: the tokenizer's token texts when the caller keeps them (decoding
+    the whole vocabulary takes a second or two)."""
+    from egohorizon.llm.constraints import token_texts
+
+    texts = token_texts(tokenizer) if texts is None else texts
+    return ActionCountLogitsProcessor(texts, tokenizer.eos_token_id, ks, prompt_length)

@@ -1,0 +1,46 @@
+"""ForecastModule's ``generation.actions``: ``exactly_k`` hands generate the action-count logits processor
+with each input's K (llm.action_count); the other settings add nothing to generate; an unknown one is
+named with the choices."""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import pytest
+import torch
+
+from egohorizon.backbones.tokenizer import train_bpe_tokenizer
+from egohorizon.errors import ConfigError
+from egohorizon.llm.action_count import ActionCountLogitsProcessor
+from models.forecast import ForecastModule
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return train_bpe_tokenizer([json.dumps({"candidates": [["open the fridge", "pour the milk"]]})] * 20,
+                               vocab_size=200)
+
+
+def module(tokenizer, actions: str) -> ForecastModule:
+    forecaster = ForecastModule(None, functools.partial(torch.optim.AdamW, lr=1e-3), generation={"actions": actions})
+    forecaster.tokenizer = tokenizer  # what configure_model sets; no model is needed to build the processor
+    return forecaster
+
+
+def test_exactly_k_gives_generate_the_processor_with_each_inputs_k(tokenizer):
+    extras = module(tokenizer, "exactly_k").generation_extras({"k": [1, 10, 3]}, prompt_length=7)
+    (processor,) = extras["logits_processor"]
+    assert isinstance(processor, ActionCountLogitsProcessor)
+    assert processor.ks == [1, 10, 3] and processor.prompt_length == 7
+    assert processor.eos_id == tokenizer.eos_token_id and processor.closing_ids
+
+
+@pytest.mark.parametrize("actions", ["as_written", "first_k"])
+def test_the_other_settings_add_nothing_to_generate(tokenizer, actions):
+    assert module(tokenizer, actions).generation_extras({"k": [10]}, prompt_length=7) == {}
+
+
+def test_an_unknown_setting_is_named_with_the_choices(tokenizer):
+    with pytest.raises(ConfigError, match="model.generation.actions.*exactly_k"):
+        module(tokenizer, "shortest").generation_extras({"k": [10]}, prompt_length=7)
