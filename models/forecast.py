@@ -51,11 +51,11 @@ class ForecastModule(LoRALanguageModule):
             return {}
         from transformers import LogitsProcessorList
 
-        from egohorizon.llm.action_count import action_count_processor
+        from egohorizon.llm.action_count import ActionCountLogitsProcessor
         from egohorizon.llm.constraints import token_texts
 
         if self._token_texts is None:  # the vocabulary decoded once per model, not per batch
             self._token_texts = token_texts(self.tokenizer)
-        processor = action_count_processor(self.tokenizer, [int(k) for k in batch["k"]], prompt_length,
-                                           texts=self._token_texts)
+        processor = ActionCountLogitsProcessor(self._token_texts, self.tokenizer.eos_token_id,
+                                               [int(k) for k in batch["k"]], prompt_length)
         return {"logits_processor": LogitsProcessorList([processor])}

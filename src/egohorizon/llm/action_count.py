@@ -110,12 +110,10 @@ class ActionCountLogitsProcessor:
         return scores
 
 
-def action_count_processor(tokenizer, ks: Sequence[int], prompt_length: int,
-                           texts: Sequence[str] | None = None) -> ActionCountLogitsProcessor:
+def action_count_processor(tokenizer, ks: Sequence[int], prompt_length: int) -> ActionCountLogitsProcessor:
     """The processor for a batch whose inputs ask for ``ks`` actions, prompts left-padded to
-    ``prompt_length`` tokens. ``texts``: the tokenizer's token texts when the caller keeps them (decoding
-    the whole vocabulary takes a second or two)."""
+    ``prompt_length`` tokens (decodes the whole vocabulary: a caller generating many batches keeps
+    ``constraints.token_texts`` and builds ``ActionCountLogitsProcessor`` itself)."""
     from egohorizon.llm.constraints import token_texts
 
-    texts = token_texts(tokenizer) if texts is None else texts
-    return ActionCountLogitsProcessor(texts, tokenizer.eos_token_id, ks, prompt_length)
+    return ActionCountLogitsProcessor(token_texts(tokenizer), tokenizer.eos_token_id, ks, prompt_length)
