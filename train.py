@@ -13,6 +13,10 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import hydra
 from omegaconf import DictConfig
 
+from egohorizon.precision import register_resolver
+
+register_resolver()  # before Hydra composes: `--cfg job --resolve` resolves ${precision_for:...} too
+
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")
 def main(cfg: DictConfig) -> float | None:

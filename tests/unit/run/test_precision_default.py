@@ -4,8 +4,12 @@ trainer.precision wins."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
-from run_configs import compose_config
+import yaml
+from run_configs import REPO_ROOT, compose_config
 
 from egohorizon import precision
 
@@ -38,3 +42,21 @@ def test_the_real_model_experiments_resolve_the_machines_precision(experiment, m
 
 def test_the_toy_runs_keep_float32():
     assert compose_config("train", ["experiment=forecast_l3"]).trainer.precision == "32-true"
+
+
+def test_train_py_resolves_the_precision_before_anything_else_imports_the_middle():
+    # `--cfg job --resolve` resolves the composed config inside Hydra, before main() imports egohorizon.run:
+    # train.py itself must have made ${precision_for:...} known.
+    done = subprocess.run([sys.executable, "train.py", "experiment=forecast_hdepic_smollm2", "trainer=gpu",
+                           "--cfg", "job", "--resolve"], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert yaml.safe_load(done.stdout)["trainer"]["precision"] == "bf16-true"
+
+
+def test_importing_the_layers_below_the_middle_imports_no_omegaconf():
+    # The GPU machine's device check (scripts/device_check.py) runs these without omegaconf installed.
+    code = ("import sys, egohorizon, egohorizon.precision, egohorizon.backbones.lora, egohorizon.checkpoints; "
+            "print('omegaconf' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.strip() == "False"
