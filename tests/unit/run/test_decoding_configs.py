@@ -50,7 +50,7 @@ def test_a_task_decodes_as_its_model_file_says_with_every_backbone(task):
 def test_the_decoding_each_experiment_chose_on_validation():
     assert {k: _generation(["experiment=forecast_l3"])[k] for k in ("strategy", "num_beams")} == \
         {"strategy": "beam", "num_beams": 3}  # docs/forecasting.md's selection
-    assert _generation(["experiment=forecast_l1_k10", "backbone=qwen3_8b"])["num_beams"] == 3  # inherited
+    assert _generation(["experiment=forecast_l1", "data.ks=[10]", "backbone=qwen3_8b"])["num_beams"] == 3  # inherited
     assert _generation(["experiment=forecast_epic_smollm2"])["strategy"] == "sample"
     assert _generation(["experiment=caption_demo", "task=caption"])["num_beams"] == 3
     assert _generation(["task=forecast"])["strategy"] == "sample"  # the task's own default, even with tiny
