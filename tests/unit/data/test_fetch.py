@@ -97,7 +97,7 @@ def test_a_changed_file_is_refused_by_name_and_fetched_again(mirrors, place, tmp
     said = []
     fetch(["epic-kitchens-55"], remotes=_remotes(mirrors), say=said.append, **place)
     assert f"refused {changed}: sha256 differs from the manifest; fetching it again" in "\n".join(said)
-    assert "1 files fetched, 3 already there" in said[-1] and _matching(tmp_path / "home", [SETS["epic-kitchens-55"]])
+    assert "1 file fetched, 3 already there" in said[-1] and _matching(tmp_path / "home", [SETS["epic-kitchens-55"]])
 
 
 def test_an_interrupted_fetch_resumes_with_the_files_it_lacks(mirrors, place, tmp_path):

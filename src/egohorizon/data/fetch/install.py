@@ -40,25 +40,26 @@ def fetch(names: list[str] | tuple[str, ...], *, from_dir: str | os.PathLike | N
     (``remotes[name] = (url, commit)`` overrides the manifest's, for a mirror)."""
     remotes = remotes or {}
     datasets = [dataset.with_remote(*remotes.get(dataset.name, (None, None))) for dataset in resolve(names)]
-    for dataset in datasets:
-        say_terms(dataset, say)
     if from_dir is None:
         try:
             found = find_home(names, environ, root)
         except ConfigError:
             found = None
         if found is not None:
+            for dataset in datasets:
+                say_terms(dataset, say)
             say(f"every file already in {found} (sha256 checked); nothing fetched")
             return found
     home = write_home(environ, root)
     for dataset in datasets:
+        say_terms(dataset, say)
         source = LocalSource(from_dir) if from_dir is not None else None
         fetch_set(dataset, home.path, home.label, source, say)
     return home.path
 
 
 def say_terms(dataset: DataSet, say: Callable[[str], None]) -> None:
-    say(f"{dataset.name}: {dataset.url} @ {dataset.commit[:7]} ({len(dataset.files)} files, "
+    say(f"{dataset.name}: {dataset.url} @ {dataset.commit[:7]} ({_files(len(dataset.files))}, "
         f"{dataset.size / 1e6:.1f} MB)")
     say(f"  license: {dataset.license}")
     say(f"  cite: {dataset.citation}")
@@ -82,7 +83,7 @@ def fetch_set(dataset: DataSet, home: Path, label: str, source: LocalSource | No
         source.close()
         _remove_if_empty(home / CACHE)
     _write_about(dataset, folder, ledger)
-    say(f"  {dataset.name}: {len(todo)} files fetched, {len(dataset.files) - len(todo)} already there; in {folder}")
+    say(f"  {_files(len(todo))} fetched, {len(dataset.files) - len(todo)} already there; in {folder}")
 
 
 def _needs(home: Path, dataset: DataSet, entry: FileEntry, ledger: set[str], say) -> bool:
@@ -153,3 +154,7 @@ def _remove_if_empty(folder: Path) -> None:
         folder.rmdir()
     except OSError:
         pass  # absent, or holds another set's cache still in use
+
+
+def _files(count: int) -> str:
+    return f"{count} file{'' if count == 1 else 's'}"

@@ -60,7 +60,7 @@ class GitSource:
         if shutil.which("git") is None:
             raise DataError("git is not installed: install it, or give a copy of the files with --from DIR")
         if not (cache / CACHE_MARK).is_file():
-            self._git("init", "--quiet", "--bare", str(cache), in_cache=False)
+            self._git("init", "--quiet", "--bare", "--template=", str(cache), in_cache=False)
             (cache / CACHE_MARK).write_text(f"{dataset.url} {dataset.commit}\n")
         self._git("config", "remote.origin.url", dataset.url)  # re-pointed each time: --url may change
         if self._git("cat-file", "-t", dataset.commit, check=False).strip() != "commit":
@@ -79,7 +79,7 @@ class GitSource:
             handle.write(chunk)
         error = process.stderr.read().decode(errors="replace").strip()
         if process.wait() != 0:
-            raise DataError(f"{self.where(dataset, entry)}: git could not read it ({_last_line(error)})")
+            raise DataError(f"{self.where(dataset, entry)}: git could not read it ({_git_message(error)})")
         if head == LFS_POINTER:
             raise DataError(f"{self.where(dataset, entry)}: stored with Git LFS upstream (git gives only its "
                             "pointer); give the file with --from DIR")
@@ -97,7 +97,7 @@ class GitSource:
         done = subprocess.run(command, capture_output=True, text=True, env=_git_env(), check=False)
         if check and done.returncode != 0:
             raise DataError(f"{self.dataset.url} @ {self.dataset.commit}: git {args[0]} failed "
-                            f"({_last_line(done.stderr)}); check the network, or give a copy with --from DIR")
+                            f"({_git_message(done.stderr)}); check the network, or give a copy with --from DIR")
         return done.stdout
 
 
@@ -107,6 +107,8 @@ def _git_env() -> dict[str, str]:
     return {**os.environ, "GIT_TERMINAL_PROMPT": "0"}
 
 
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1] if lines else "no message"
+def _git_message(text: str) -> str:
+    """git's own reason: its first fatal/error line (what follows is advice), else its last line."""
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    reasons = [line for line in lines if line.startswith(("fatal:", "error:"))]
+    return (reasons or lines or ["no message"])[0 if reasons else -1]
