@@ -28,10 +28,17 @@ def register(data_subparsers: argparse._SubParsersAction) -> None:
                              "(DIR/epic-kitchens-100-annotations/...) or as the set's repository; checked the same way")
     parser.add_argument("--url", default=None,
                         help="one set only: fetch from this git repository (a mirror) instead of the set's own")
-    parser.add_argument("--commit", default=None,
+    parser.add_argument("--commit", default=None, type=full_commit,
                         help="one set only: this full commit hash instead of the pinned one (the sha256 "
                              "manifest still decides what is taken)")
     parser.set_defaults(handler=run_fetch)
+
+
+def full_commit(value: str) -> str:
+    """An argparse type: a full 40-hex commit hash (a server hands out a commit by its whole name only)."""
+    if len(value) != 40 or any(c not in "0123456789abcdef" for c in value.lower()):
+        raise argparse.ArgumentTypeError(f"expected a full 40-character commit hash, got {value!r}")
+    return value.lower()
 
 
 def run_fetch(args: argparse.Namespace) -> int:

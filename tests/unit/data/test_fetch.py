@@ -105,7 +105,7 @@ def test_an_interrupted_fetch_resumes_with_the_files_it_lacks(mirrors, place, tm
 
     def interrupt_after_two(line):
         if line.startswith("  UDA_annotations/EPIC_100_uda_source_val.csv"):
-            raise KeyboardInterrupt  # Ctrl-C after the second file
+            raise KeyboardInterrupt  # Ctrl-C as the third file is reported
 
     with pytest.raises(KeyboardInterrupt):
         fetch(["epic-kitchens-100"], remotes=_remotes(mirrors), say=interrupt_after_two, **place)
@@ -180,6 +180,22 @@ def test_without_a_root_the_conversion_reads_the_data_home_or_names_the_fetch(sh
     out = ensure_converted(tmp_path / "hdepic", "hd-epic")
     assert (out / "events.jsonl").is_file() and str(shared_data / "hd-epic-annotations") in (
         out / "metadata.json").read_text()
+
+
+def test_the_cli_takes_a_mirror_for_one_set(mirrors, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("EGOHORIZON_CONF", str(tmp_path / "repo" / "conf"))  # a checkout with no ../shared
+    monkeypatch.delenv("EGOHORIZON_SHARED_DATA", raising=False)
+    monkeypatch.setenv("EGOHORIZON_DATA", str(tmp_path / "home"))
+    url, pinned, _ = mirrors["rulstm"]
+    assert main(["data", "fetch", "rulstm", "--url", url, "--commit", pinned]) == 0
+    out = capsys.readouterr().out
+    assert f"rulstm: {url} @ {pinned[:7]}" in out and f"data home: {tmp_path / 'home'}" in out
+    assert _matching(tmp_path / "home", [SETS["rulstm"]])
+    assert main(["data", "fetch", "epic-kitchens", "--url", url]) == 2
+    assert "--url and --commit take exactly one set" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["data", "fetch", "rulstm", "--commit", pinned[:7]])
+    assert exit_info.value.code == 2 and "expected a full 40-character commit hash" in capsys.readouterr().err
 
 
 def test_the_cli_offers_the_manifest_names():
