@@ -5,6 +5,7 @@ commit is overridden to the mirror's."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -140,13 +141,20 @@ def test_from_dir_is_checked_the_same_way(shared_data, tmp_path, monkeypatch, ca
     assert not (tmp_path / "home" / "rulstm" / "RULSTM/data/ek100/training.csv").exists()
 
 
-def test_a_data_home_that_is_not_writable_is_named(shared_data, tmp_path, monkeypatch, capsys):
-    blocker = tmp_path / "a-file"
-    blocker.write_text("")
-    monkeypatch.setenv("EGOHORIZON_DATA", str(blocker / "home"))  # no folder can be made under a file
+@pytest.mark.parametrize("kind", ["under a file", "read-only"])
+def test_a_data_home_that_is_not_writable_is_named(kind, shared_data, tmp_path, monkeypatch, capsys):
+    if kind == "under a file":  # no folder can be made under a file, whoever runs the test
+        (tmp_path / "a-file").write_text("")
+        home = tmp_path / "a-file" / "home"
+    else:
+        if os.geteuid() == 0:
+            pytest.skip("root writes into a read-only folder")
+        home = tmp_path / "home"
+        home.mkdir(mode=0o555)
+    monkeypatch.setenv("EGOHORIZON_DATA", str(home))
     assert main(["data", "fetch", "rulstm", "--from", str(shared_data)]) == 2
     error = capsys.readouterr().err
-    assert f"data home {blocker / 'home'} ($EGOHORIZON_DATA) is not writable" in error
+    assert f"data home {home} ($EGOHORIZON_DATA) is not writable" in error
     assert "set EGOHORIZON_DATA to a folder you can write" in error
 
 
