@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import IO
 
@@ -70,16 +71,21 @@ class GitSource:
         return f"{dataset.url}@{dataset.commit[:7]}:{entry.path}"
 
     def copy(self, dataset: DataSet, entry: FileEntry, handle: IO[bytes], digest) -> None:
-        process = subprocess.Popen(self._command("cat-file", "blob", f"{dataset.commit}:{entry.path}"),
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_git_env())
-        head = b""
-        for chunk in iter(lambda: process.stdout.read(CHUNK), b""):
-            head = head or chunk[:len(LFS_POINTER)]
-            digest.update(chunk)
-            handle.write(chunk)
-        error = process.stderr.read().decode(errors="replace").strip()
-        if process.wait() != 0:
-            raise DataError(f"{self.where(dataset, entry)}: git could not read it ({_git_message(error)})")
+        # git's messages go to a file, not a second pipe: a pipe nobody reads while the blob streams
+        # could fill and stall git.
+        with tempfile.TemporaryFile() as messages:
+            process = subprocess.Popen(self._command("cat-file", "blob", f"{dataset.commit}:{entry.path}"),
+                                       stdout=subprocess.PIPE, stderr=messages, env=_git_env())
+            head = b""
+            with process.stdout:
+                for chunk in iter(lambda: process.stdout.read(CHUNK), b""):
+                    head = head or chunk[:len(LFS_POINTER)]
+                    digest.update(chunk)
+                    handle.write(chunk)
+            if process.wait() != 0:
+                messages.seek(0)
+                error = messages.read().decode(errors="replace")
+                raise DataError(f"{self.where(dataset, entry)}: git could not read it ({_git_message(error)})")
         if head == LFS_POINTER:
             raise DataError(f"{self.where(dataset, entry)}: stored with Git LFS upstream (git gives only its "
                             "pointer); give the file with --from DIR")
