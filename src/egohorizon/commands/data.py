@@ -26,8 +26,8 @@ def figure_file(value: str) -> str:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("data", help="summarise, validate and convert data sets",
-                                   description="Summarise, validate and convert data sets.")
+    parser = subparsers.add_parser("data", help="fetch, summarise, validate and convert data sets",
+                                   description="Fetch, summarise, validate and convert data sets.")
     data_sub = parser.add_subparsers(dest="data_command", metavar="SUBCOMMAND", required=True)
 
     stats = data_sub.add_parser(
@@ -63,6 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     plot_day.add_argument("--out", required=True, type=figure_file, help="the PNG (or .pdf/.svg) to write")
     plot_day.set_defaults(handler=run_plot_day)
 
+    from egohorizon.commands import data_fetch
+
+    data_fetch.register(data_sub)
     try:  # adapters register `data convert` when present
         from egohorizon.commands import data_convert
     except ImportError:
