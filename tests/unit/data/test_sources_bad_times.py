@@ -89,3 +89,14 @@ def test_hd_epic_narration_with_a_negative_time_is_refused(tmp_path):
                           "n1,P01,P01-20240202-110250,Fill the kettle.,-2.0,1.0\n")
     with pytest.raises(DataError, match=r"narrations\.csv:2: column 'start_timestamp': expected seconds >= 0"):
         hd_epic.convert(tmp_path, narrations=narrations)
+
+
+def test_a_rulstm_segment_with_a_negative_frame_is_refused(tmp_path, shared_data):
+    for kind in ("verb", "noun"):
+        name = f"EPIC_100_{kind}_classes.csv"
+        (tmp_path / name).write_bytes((shared_data / "epic-kitchens-100-annotations" / name).read_bytes())
+    (tmp_path / "EPIC_100_validation.csv").write_text(EPIC_HEADER + "\n" + EPIC_ROW + "\n")
+    (tmp_path / "ek100").mkdir()
+    (tmp_path / "ek100" / "training.csv").write_text("P01_01_0,P01_01,-30,101,3,3,2413\n")
+    with pytest.raises(DataError, match=r"ek100/training\.csv:1: column 'start_frame': expected a frame number >= 0"):
+        epic_kitchens.convert(tmp_path)
