@@ -59,7 +59,25 @@ def resolve_adapter(ckpt: str | Path) -> Path:
             f"ckpt={ckpt}: no adapter folder found (looked for {path}/adapter_config.json); "
             "pass a *.adapter folder, a *.ckpt saved by train.py, or a run folder"
         )
+    check_adapter_weights(path)
     return path
+
+
+def check_adapter_weights(folder: Path) -> None:
+    """Names an ``adapter_model.safetensors`` that is cut short or damaged (a copy interrupted, a full
+    disk) before anything loads it: eval.py, compare and serve ended in safetensors' traceback, and
+    eval.py left a half-written run folder (issue 36, item 11). Reads the header only."""
+    path = Path(folder) / "adapter_model.safetensors"
+    if not path.is_file():
+        return
+    from safetensors import SafetensorError, safe_open
+
+    try:
+        with safe_open(str(path), framework="numpy"):
+            pass  # opening checks the header and that the tensors it lists fill the file exactly
+    except (SafetensorError, OSError) as error:
+        raise DataError(f"{path}: not a complete safetensors file ({error}); the adapter was cut short or "
+                          "damaged: copy or export it again") from None
 
 
 def read_adapter_meta(adapter: str | Path) -> dict[str, Any]:

@@ -128,8 +128,10 @@ def read_run_split(run_dir: str | Path) -> RunSplit | None:
             raise DataError(f"{record}: not a JSON split record ({error})") from None
         run = obj.get("run") if isinstance(obj, dict) else None
         run = run if isinstance(run, dict) else {}
-        return RunSplit(run_dir, DaySplit.from_dict(obj, source=str(record)), str(record), run.get("seed"),
-                        run.get("inputs") or {})
+        found = RunSplit(run_dir, DaySplit.from_dict(obj, source=str(record)), str(record), run.get("seed"),
+                         run.get("inputs") or {})
+        check_record(found, run.get("split_sha256"))
+        return found
     config = _run_config(run_dir)
     seed = config.get("seed") if config is not None else None
     saved = run_dir / "points" / "splits.json"
@@ -149,6 +151,41 @@ def read_run_split(run_dir: str | Path) -> RunSplit | None:
     log.warning("%s has no %s (written before runs recorded their split): its day split was rebuilt from its "
                 "config.yaml (data %s, seed %s)", run_dir, RECORD_FILE, config.data.get("_target_"), seed)
     return RunSplit(run_dir, split, f"rebuilt from {run_dir / 'config.yaml'} (no {RECORD_FILE}: an older run)", seed)
+
+
+def check_record(found: RunSplit, recorded_digest: Any) -> None:
+    """A ``split.json`` must still hold the days the run trained on (issue 36, item 4): an edited record
+    (a training day swapped into the test days) would have eval.py score the model on a day it trained
+    on. Checked against the split the run's datamodule saved (``points/splits.json``) and the digest
+    recorded with the days; a disagreement is refused naming the days that moved."""
+    record = found.run_dir / RECORD_FILE
+    saved = found.run_dir / "points" / "splits.json"
+    if saved.is_file():
+        moved = moved_days(DaySplit.load(saved), found.split)
+        if moved:
+            raise DataError(f"{record}: its day split disagrees with {saved}, the split the run's datamodule "
+                            f"saved when it trained: {moved}; restore the run's split.json")
+    if recorded_digest and recorded_digest != found.digest:
+        moved = ""
+        config = _run_config(found.run_dir)
+        if config is not None and config.get("data") is not None:
+            try:  # the split the run trained on, rebuilt from its config, names the days
+                rebuilt = rebuild_split(config)
+                moved = f": {moved_days(rebuilt, found.split)}" if rebuilt is not None else ""
+            except EgohorizonError:
+                moved = ""
+        raise DataError(f"{record}: its days no longer match the digest recorded with them (run.split_sha256 "
+                        f"{recorded_digest[:12]}..., the days give {found.digest[:12]}...): the file was edited "
+                        f"after the run trained{moved}; restore the run's split.json")
+
+
+def moved_days(trained: DaySplit, record: DaySplit, limit: int = 8) -> str:
+    """The days whose split differs between ``trained`` and ``record``, as "p/day train -> test"."""
+    days = {(p, d) for p, by_day in trained.days.items() for d in by_day}
+    days |= {(p, d) for p, by_day in record.days.items() for d in by_day}
+    moved = sorted((p, d) for p, d in days if trained.get(p, d) != record.get(p, d))
+    text = ", ".join(f"{p}/{d} {trained.get(p, d)} -> {record.get(p, d)}" for p, d in moved[:limit])
+    return text + (f" (+{len(moved) - limit} more)" if len(moved) > limit else "")
 
 
 def _run_config(run_dir: Path):

@@ -132,7 +132,6 @@ def run_answer(args: argparse.Namespace) -> int:
     from collections import Counter
     from pathlib import Path
 
-    from egohorizon.data.points.leakage import check_qa_items
     from egohorizon.errors import ConfigError
     from egohorizon.llm import make_backend
     from egohorizon.metrics.qa import answer_prior
@@ -150,7 +149,7 @@ def run_answer(args: argparse.Namespace) -> int:
         raise ConfigError(f"{args.items}: no items of split {args.split!r} (meta.split)")
     memory = None
     if args.notes > 0:
-        check_qa_items(items)  # the memory is cut at each question time: every item needs one
+        _check_question_times(items, args)  # the memory is cut at each question time: every item needs one
         memory = _text_memory(args)
     prompts = []
     for item in items:
@@ -191,6 +190,23 @@ def _first_per_task(items: list, n: int) -> list:
         if seen[item.task] <= n:
             kept.append(item)
     return kept
+
+
+def _check_question_times(items, args: argparse.Namespace) -> None:
+    """The leakage guard on the items; where an item has no question time (benchmark items from `data
+    convert` carry none), the error names the fix its help gives: --notes 0 (issue 36, item 14)."""
+    from egohorizon.data.points.leakage import LeakageError, check_qa_items
+    from egohorizon.errors import DataError
+
+    try:
+        check_qa_items(items)
+    except LeakageError as error:
+        if not any("meta.t_question" in problem for problem in error.problems):
+            raise
+        hint = (f"{args.items}: memory notes are cut at each item's question time (meta.t_question), which "
+                "these items do not have (benchmark items converted with `data convert` carry none); pass "
+                "--notes 0 to answer from the question alone")
+        raise DataError(f"{error}\n{hint}") from None
 
 
 def _notes(memory, item, t_question: float, n: int, which: str, memory_query) -> list[tuple[float, float, str]]:

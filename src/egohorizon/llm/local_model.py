@@ -38,6 +38,9 @@ def local_backend(model: str, *, adapter: str | None = None, **options: Any):
         raise ConfigError("a local model needs a name: a folder, a backbone config name or a hub id")
     if path.exists():
         return TransformersBackend(str(path), **options)
+    if looks_like_a_path(str(model)):  # not a hub id: "invalid repo id" would hide the typo (issue 36, item 13)
+        raise ConfigError(f"{model}: no such folder ({path.resolve()}); a local model or trained adapter "
+                          "must be an existing folder")
     config = backbone_config(str(model))
     if config is not None:
         backbone = prepared_backbone(config, str(model))
@@ -45,6 +48,13 @@ def local_backend(model: str, *, adapter: str | None = None, **options: Any):
         backend.model_id = backbone.model_id
         return backend
     return TransformersBackend(str(model), **options)
+
+
+def looks_like_a_path(name: str) -> bool:
+    """True for a name no hub id can be ("./x", "../x", "/x", "~/x", "a/b/c", "x.adapter", "x.ckpt"):
+    hub ids are "name" or "owner/name" and start with neither a dot nor a slash."""
+    return (name.startswith((".", "/", "~")) or name.count("/") > 1 or "\\" in name
+            or Path(name).suffix in (".adapter", ".ckpt", ".safetensors"))
 
 
 def _is_adapter(path: Path) -> bool:

@@ -25,6 +25,7 @@ import binascii
 import io
 import json
 import logging
+import math
 import select
 import socket
 import threading
@@ -56,8 +57,12 @@ def _number(body: dict[str, Any], key: str, default: Any, kind: type, low: float
     value = body.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and value != int(value)):
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise BadRequest(f"{key}: expected {'an integer' if kind is int else 'a number'}, got {value!r:.60}")
+    if not math.isfinite(value):  # json reads NaN and Infinity, and NaN passes every comparison (issue 36)
+        raise BadRequest(f"{key}: expected a finite number, got {value}")
+    if kind is int and value != int(value):
+        raise BadRequest(f"{key}: expected an integer, got {value!r:.60}")
     if value < low or (high is not None and value > high):
         raise BadRequest(f"{key}: expected {low} <= {key} <= {high if high is not None else 'any'}, got {value}")
     return kind(value)
@@ -232,15 +237,28 @@ def _handler(server: ChatServer):
             except (json.JSONDecodeError, UnicodeDecodeError) as error:
                 return self.fail(400, f"the request body is not JSON: {error}")
             try:
-                self.reply(200, server.complete(body, self.connection))
+                answer = server.complete(body, self.connection)
             except ClientGone:
                 self.close_connection = True  # nobody to answer
+                return None
             except BadRequest as error:
-                self.fail(error.status, str(error))
+                return self.fail(error.status, str(error))
             except EgohorizonError as error:  # the backend refuses the prompt (images for a text-only model)
-                self.fail(400, str(error))
+                return self.fail(400, str(error))
             except Exception as error:  # the client gets one line; the log keeps the rest
                 log.exception("generation failed")
-                self.fail(500, f"generation failed: {type(error).__name__}: {error}")
+                return self.fail(500, f"generation failed: {type(error).__name__}: {error}")
+            self.reply(200, answer)  # outside the try: a client gone by now is handle()'s one log line
+            return None
+
+        def handle(self):
+            # A client that hangs up mid-request (while its reply is generated or sent) made the socket
+            # server print a traceback for the failed write; it is one line of the log (issue 36, item 12).
+            try:
+                super().handle()
+            except ConnectionError as error:  # BrokenPipeError, ConnectionResetError, ConnectionAbortedError
+                server.abandoned += 1
+                log.warning("client %s:%s hung up before its reply was sent (%s); reply dropped",
+                            *self.client_address[:2], type(error).__name__)
 
     return Handler

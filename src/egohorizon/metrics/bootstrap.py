@@ -18,6 +18,11 @@ def s_norm(s: np.ndarray, s_rand: np.ndarray) -> float:
     return (float(np.mean(s)) - r) / (1 - r) if r < 1 else float("nan")
 
 
+# Fewest resamples a reported percentile interval may rest on: with a few hundred, the 2.5th and
+# 97.5th percentiles are a handful of draws and move with the seed; with 1 the "95% CI" need not
+# even hold its own estimate (issue 36, item 8). Efron & Tibshirani suggest 1,000 or more.
+MIN_BOOT = 1000
+
 def bootstrap(s: Mapping[str, np.ndarray], s_rand: np.ndarray, n_boot: int, seed: int,
               baseline: str | None = None, level: float = 0.95) -> dict[str, dict[str, float]]:
     """S_norm of each variant (arrays aligned on the same points) with a percentile interval over

@@ -62,9 +62,12 @@ def extract(text: str | None, options: Sequence[str], mode: str = "strict") -> s
 
 def _egoschema(text: str, options: Sequence[str], letters: str) -> str | None:
     reply = text.strip()
-    for i, option in enumerate(options):  # the reply is an option's own text (lmms-eval's first two rules)
-        if option.strip() and reply.rstrip(".") == option.strip().rstrip("."):
-            return letters[i]
+    # the reply is an option's own text (lmms-eval's first two rules); a text two options share names
+    # neither, so it is invalid rather than the first of them (issue 36, item 6)
+    same = [i for i, option in enumerate(options) if option.strip()
+            and reply.rstrip(".") == option.strip().rstrip(".")]
+    if same:
+        return letters[same[0]] if len(same) == 1 else None
     rest = reply[_EGOSCHEMA_PREFIX.match(reply).end():]
     digits = "".join(str(i) for i in range(min(len(options), 10)))
     token = re.match(

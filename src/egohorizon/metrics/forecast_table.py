@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.metrics.bootstrap import bootstrap
+from egohorizon.metrics.bootstrap import MIN_BOOT, bootstrap
 from egohorizon.metrics.forecast import score_forecasts
 
 
@@ -35,6 +35,8 @@ def compare_forecasters(
     Each row: ``predictor, source, level, k, n, invalid, S, S_rand, S_norm, lo, hi`` and, for every
     predictor but ``baseline``, ``diff, diff_lo, diff_hi`` (its S_norm minus the baseline's).
     """
+    if n_boot < MIN_BOOT:
+        raise ValueError(f"n_boot {n_boot}: a percentile interval needs at least {MIN_BOOT} resamples")
     if baseline is not None and baseline not in predictions:
         raise ValueError(f"baseline {baseline!r} is not among the predictors {list(predictions)}")
     per_point = {
@@ -68,15 +70,20 @@ def compare_forecasters(
 
 def format_table(rows: Sequence[Mapping[str, Any]], baseline: str | None = None) -> str:
     """A Markdown table of ``compare_forecasters`` rows (the random baseline's S_norm is 0 by definition)."""
-    vs = f" | minus {baseline} [95% CI]" if baseline else ""
+    vs = f" | minus {_cell(baseline)} [95% CI]" if baseline else ""
     lines = [f"| group | predictor | n | invalid | S | S_norm [95% CI]{vs} |",
              "|---|---|---|---|---|---" + ("|---|" if baseline else "|")]
     for row in rows:
-        group = f"{row['source']} L{row['level']} K={row['k']}"
+        group = _cell(f"{row['source']} L{row['level']} K={row['k']}")
         cell = f"{row['S_norm']:.3f} [{row['lo']:.3f}, {row['hi']:.3f}]"
         diff = ""
         if baseline:
             diff = (f" | {row['diff']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]" if "diff" in row
                     else " | (baseline)")
-        lines.append(f"| {group} | {row['predictor']} | {row['n']} | {row['invalid']} | {row['S']:.3f} | {cell}{diff} |")
+        lines.append(f"| {group} | {_cell(row['predictor'])} | {row['n']} | {row['invalid']} | {row['S']:.3f} | {cell}{diff} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text for one Markdown table cell: a '|' in a predictor's name would start a new column."""
+    return str(text).replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")

@@ -25,6 +25,7 @@ import unicodedata
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
+from egohorizon.errors import DataError
 from egohorizon.schema import QAItem
 
 # The 14 EgoMonth tasks (Table 1 of the paper) and their cognitive level.
@@ -149,17 +150,22 @@ def score_qa(
     ``per_category`` {category: the same}, for benchmarks whose items name one in ``meta.category``
     (HD-EPIC VQA's 7: recipe, ingredient, nutrition, fine_grained, 3d_perception, object_motion, gaze);
     empty when none does.
-    Accuracies are fractions in [0, 1]; None when there are no items.
+    Accuracies are fractions in [0, 1]; None when there are no items. Raises DataError when two items
+    of one task have different levels (naming the task and both items).
     """
     per_task: dict[str, dict] = {}
     task_names: dict[str, str] = {}
     correct_total = invalid_total = 0
     category_of: dict[str, str] = {}  # task -> its items' category
+    first_of: dict[str, QAItem] = {}  # task -> its first item, to name it when another disagrees
     for item in items:
         name = task_names.setdefault(task_key(item.task), item.task)
-        row = per_task.setdefault(
-            name, {"acc": None, "n": 0, "correct": 0, "invalid": 0, "level": item_level(item, task_levels)}
-        )
+        level = item_level(item, task_levels)
+        row = per_task.setdefault(name, {"acc": None, "n": 0, "correct": 0, "invalid": 0, "level": level})
+        first = first_of.setdefault(name, item)
+        if level != row["level"]:  # one task under two levels would be reported under one of them
+            raise DataError(f"task {name!r} has items at two levels: {first.id!r} at level {row['level']}, "
+                            f"{item.id!r} at level {level}; give every item of a task the same level")
         category = (item.meta or {}).get("category")
         if isinstance(category, str) and category:
             category_of.setdefault(name, category)

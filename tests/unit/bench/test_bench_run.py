@@ -277,7 +277,7 @@ def test_tiny_vlm_end_to_end_rerun_and_resume_give_the_same_bytes(bench_data, ti
 
     # A wrong model name ends before OUT is touched; another setting into the same folder is refused.
     assert _bench(*[tmp_path / "no-such-model" if a == tiny_vlm else a for a in args], "--out", tmp_path / "bad") == 2
-    assert "cannot load model" in capsys.readouterr().err and not (tmp_path / "bad").exists()
+    assert "no-such-model: no such folder" in capsys.readouterr().err and not (tmp_path / "bad").exists()
     assert _bench(*args[:-2], "--max-new-tokens", "5", "--out", first) == 2
     assert "max_new_tokens: 6 there, 5 now" in capsys.readouterr().err
 

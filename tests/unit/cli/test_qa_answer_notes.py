@@ -40,3 +40,18 @@ def test_retrieved_notes_are_the_most_similar_in_time_order_and_end_before_the_q
 def test_per_task_takes_the_first_n_items_of_every_task_in_file_order():
     items = [SimpleNamespace(id=str(i), task=task) for i, task in enumerate("aabacbbc")]
     assert [i.id for i in _first_per_task(items, 2)] == ["0", "1", "2", "4", "5", "7"]
+
+
+def test_items_without_a_question_time_name_notes_0(tmp_path, capsys):
+    # issue 36, item 14: converted benchmark items have no meta.t_question; the guard's message names the fix
+    import json
+
+    from egohorizon.cli import main
+
+    items = tmp_path / "qa.jsonl"
+    items.write_text(json.dumps({"id": "q1", "participant": "", "task": "egoschema", "question": "What?",
+                                 "options": ["a", "b", "c", "d", "e"], "answer": "A", "meta": {"split": "test"}}) + "\n")
+    code = main(["qa", "answer", str(items), "--out", str(tmp_path / "out"), "--model", str(tmp_path / "none")])
+    err = " ".join(capsys.readouterr().err.split())
+    assert code == 2 and "meta.t_question: expected a number" in err and "pass --notes 0" in err
+    assert "Traceback" not in err and not (tmp_path / "out").exists()

@@ -581,3 +581,17 @@ def test_predictions_matching_no_gold_id_are_refused(capsys, tmp_path):
     assert code == 2 and out == ""
     gold = DATA / "qa_items.jsonl"
     assert f"error: {preds}: none of its 5 prediction ids is in {gold} (5 ids), e.g. 'xm1' vs 'm1'" in err
+
+
+def test_gold_whose_items_disagree_on_a_task_level_is_refused(capsys, tmp_path):
+    # issue 36, item 7: the level came from a task's first item, so the second was reported under it
+    gold = tmp_path / "gold.jsonl"
+    items = [json.loads(line) for line in (DATA / "qa_items.jsonl").read_text().splitlines() if line.strip()]
+    _, second = [i for i in items if i["task"] == "Object Location"][:2]  # m2, m3: EgoMonth's level 2
+    second["level"] = 3
+    gold.write_text("".join(json.dumps(i) + "\n" for i in items))
+    code, out, err = score(capsys, "qa", "--gold", gold, "--pred", DATA / "qa_preds.jsonl",
+                           "--out", tmp_path / "qa.json")
+    assert code == 2 and out == "" and not (tmp_path / "qa.json").exists()
+    assert "task 'Object Location' has items at two levels: 'm2' at level 2, 'm3' at level 3" in err
+    assert "Traceback" not in err

@@ -106,6 +106,10 @@ BAD_REQUESTS = [
     ({"messages": [USER], "temperature": "hot"}, None, "temperature: expected a number, got 'hot'"),
     ({"messages": [USER], "max_tokens": True}, None, "max_tokens: expected an integer, got True"),
     ({"messages": [USER], "stream": True}, None, "stream: this server does not stream"),
+    # json reads NaN and Infinity; NaN passed the range check (issue 36, item 5)
+    (None, b'{"messages": [{"role": "user", "content": "hi"}], "temperature": NaN}',
+     "temperature: expected a finite number, got nan"),
+    (None, b'{"messages": [{"role": "user", "content": "hi"}], "seed": Infinity}', "seed: expected"),
 ]
 
 
@@ -269,3 +273,48 @@ def test_smollm2_by_name_behind_the_server(smollm2_by_name, smollm2_backbone, tm
     assert local == http and local
     _same_rows(local_rows, http_rows)
     assert local_rows[0]["model"] == smollm2_backbone.model_id and http_rows[0]["model"] == "smollm2_135m"
+
+
+def test_a_client_that_hangs_up_mid_generation_costs_one_log_line(tiny_folder, caplog, capsys):
+    """Issue 36, item 12: the reply to a client gone while its answer was generated failed to write and
+    the socket server printed a traceback; now one warning, and the server goes on answering."""
+    import struct
+    import threading
+    import time
+
+    from egohorizon.llm.base import LLMBackend
+
+    started, release = threading.Event(), threading.Event()
+    model = make_backend(tiny_folder)
+
+    class HeldBackend(LLMBackend):  # the real model, held while the client hangs up
+        model_id = model.model_id
+
+        def generate(self, prompt, **options):
+            started.set()
+            release.wait(30)
+            return model.generate(prompt, **options)
+
+    server = ChatServer(HeldBackend()).start()
+    try:
+        body = json.dumps({"messages": [USER], "max_tokens": 2}).encode()
+        client = socket.create_connection(("127.0.0.1", server.port))
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                       b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
+        assert started.wait(30)
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # close with a reset
+        client.close()
+        release.set()
+        for _ in range(600):
+            if server.abandoned:
+                break
+            time.sleep(0.05)
+        assert server.abandoned == 1
+        status, reply = _post(server.url + "/chat/completions", {"messages": [USER], "max_tokens": 2})
+        assert status == 200 and reply["choices"]
+    finally:
+        release.set()
+        server.close()
+    records = [r for r in caplog.records if r.name == "egohorizon.llm.server"]
+    assert len(records) == 1 and "hung up before its reply was sent" in records[0].getMessage()
+    assert records[0].exc_info is None and "Traceback" not in capsys.readouterr().err

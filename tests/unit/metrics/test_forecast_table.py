@@ -32,7 +32,7 @@ def test_rows_are_hand_checked_and_share_one_chance_level():
     wrong = {p.id: [["juggle"]] for p in pts}
     half = {p.id: ([list(p.targets)] if i % 2 == 0 else None) for i, p in enumerate(pts)}
     rows = compare_forecasters(pts, {"right": right, "wrong": wrong, "half": half, "again": dict(right)},
-                               ExactEmbedder(), baseline="wrong", n_boot=200)
+                               ExactEmbedder(), baseline="wrong", n_boot=1000)
     by = {r["predictor"]: r for r in rows}
     r = by["right"]["S_rand"]
     assert all(row["S_rand"] == r for row in rows) and 0 < r < 1
@@ -54,7 +54,7 @@ def test_paired_interval_is_narrower_than_the_unpaired_spread():
     pts = points()
     right = {p.id: [list(p.targets)] for p in pts}
     most = {p.id: ([list(p.targets)] if i != 0 else [["juggle"]]) for i, p in enumerate(pts)}
-    rows = compare_forecasters(pts, {"most": most, "right": right}, ExactEmbedder(), baseline="right", n_boot=500)
+    rows = compare_forecasters(pts, {"most": most, "right": right}, ExactEmbedder(), baseline="right", n_boot=1000)
     most_row = next(row for row in rows if row["predictor"] == "most")
     # Same resamples: the difference is -1/(1 - S_rand) times point 0's share of a draw, never > 0.
     assert most_row["diff_hi"] <= 0 and most_row["diff"] == pytest.approx(-(1 / 12) / (1 - most_row["S_rand"]))
@@ -77,7 +77,7 @@ def test_cli_prints_the_table_with_repeat_last(capsys, tmp_path):
     _write(pred, [{"id": p.id, "candidates": [list(p.targets)]} for p in pts[:10]])
     out = tmp_path / "table.json"
     code = main(["score", "forecast-table", "--gold", str(gold), "--pred", f"model={pred}",
-                 "--embedder", "exact", "--boot", "200", "--out", str(out)])
+                 "--embedder", "exact", "--boot", "1000", "--out", str(out)])
     captured = capsys.readouterr()
     assert code == 0
     assert "| demo L1 K=1 | model | 12 | 2 | 0.833 |" in captured.out
@@ -97,3 +97,29 @@ def test_cli_bad_input_is_named(capsys, tmp_path):
     assert "expected NAME=FILE" in capsys.readouterr().err
     assert main(["score", "forecast-table", "--gold", str(gold), "--pred", f"m={other}"]) != 0
     assert "none of its 1 prediction ids" in capsys.readouterr().err
+
+
+def test_fewer_than_1000_resamples_are_refused(capsys, tmp_path):
+    # issue 36, item 8: --boot 1 printed a "95% CI" that excluded its own estimate
+    from egohorizon.metrics.bootstrap import MIN_BOOT
+
+    assert MIN_BOOT == 1000  # the CLI's bound, written out there so that --help loads no numpy
+    with pytest.raises(ValueError, match="at least 1000 resamples"):
+        compare_forecasters(points(), {"a": {}}, ExactEmbedder(), n_boot=999)
+    gold = tmp_path / "points.jsonl"
+    _write(gold, [p.to_dict() for p in points()])
+    pred = tmp_path / "model.jsonl"
+    _write(pred, [{"id": p.id, "candidates": [list(p.targets)]} for p in points()])
+    with pytest.raises(SystemExit) as exit_info:
+        main(["score", "forecast-table", "--gold", str(gold), "--pred", f"model={pred}", "--boot", "1"])
+    assert exit_info.value.code == 2
+    assert "--boot: expected a whole number >= 1000, got '1'" in capsys.readouterr().err
+
+
+def test_a_bar_in_a_predictor_name_is_escaped_in_the_markdown_table():
+    rows = compare_forecasters(points(), {"a|b": {}, "base": {}}, ExactEmbedder(), baseline="base")
+    table = format_table(rows, baseline="base")
+    assert "| demo L1 K=1 | a\\|b | 12 | 12 |" in table
+    # every line has as many unescaped bars as the header
+    bars = [len(line.replace("\\|", "")) - len(line.replace("\\|", "").replace("|", "")) for line in table.splitlines()]
+    assert len(set(bars)) == 1

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import argparse
 
-from egohorizon.commands._args import bounded_float, positive_float, positive_int, seed
+from egohorizon.commands._args import bounded_float, bounded_int, positive_float, positive_int, seed
 from egohorizon.commands.export import FORECAST_FORMATS, QA_FORMATS, add_export_options
 
 
@@ -70,7 +70,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     table.add_argument("--draws", type=positive_int, default=5, help="random-baseline draws per point (default 5)")
     table.add_argument("--max-candidates", type=positive_int, default=3, help="N of best-of-N (default 3)")
     table.add_argument("--seed", type=seed, default=0, help="seed of the random-baseline draws")
-    table.add_argument("--boot", type=positive_int, default=2000, help="bootstrap resamples (default 2000)")
+    # 1000 = metrics.bootstrap.MIN_BOOT (not imported here: --help loads no numpy)
+    table.add_argument("--boot", type=bounded_int(1000), default=2000,
+                       help="bootstrap resamples, at least 1000 (default 2000)")
     table.add_argument("--out", default=None, help="write the rows as JSON here")
     table.set_defaults(handler=_lazy("forecast", "run_forecast_table"))
 

@@ -96,7 +96,9 @@ class Row:
 def read_csv(path: Path, columns: Sequence[str], *, fieldnames: Sequence[str] | None = None) -> Iterator[Row]:
     """Rows of a CSV file; checks the header has ``columns`` (or uses ``fieldnames`` when the file
     has no header) and that every row has as many cells as the header."""
-    with open(path, newline="", encoding="utf-8") as handle:
+    # utf-8-sig: spreadsheet tools save CSV with a byte-order mark, which would otherwise stick to the
+    # first column's name (issue 36, item 15); the JSON and JSONL readers drop it the same way.
+    with open(path, newline="", encoding="utf-8-sig") as handle:
         reader = csv.reader(handle)
         header = list(fieldnames) if fieldnames else next(reader, None)
         if header is None:
@@ -143,6 +145,25 @@ def parse_number(row: Row, column: str) -> float:
     if not math.isfinite(value):
         raise row.error(column, "expected a finite number")
     return value
+
+
+def parse_seconds(row: Row, column: str) -> float:
+    """A time or duration in seconds: a finite number, not negative (issue 36, item 5)."""
+    value = parse_number(row, column)
+    if value < 0:
+        raise row.error(column, "expected seconds >= 0")
+    return value
+
+
+def bad_seconds(text: str) -> str | None:
+    """Why ``text`` is not a usable time in seconds (not a number, not finite, negative), or None."""
+    try:
+        value = float(text)
+    except ValueError:
+        return "expected a number"
+    if not math.isfinite(value):
+        return "expected a finite number"
+    return "expected seconds >= 0" if value < 0 else None
 
 
 def parse_int(row: Row, column: str) -> int:

@@ -10,12 +10,15 @@ lists them all (the first ``SHOWN``, then how many more).
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import DataError
 
 SHOWN = 20
+log = logging.getLogger(__name__)
 
 
 def read_json(path: str | Path, what: str) -> Any:
@@ -60,3 +63,22 @@ def type_name(value: Any) -> str:
     names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null",
              int: "a number", float: "a number"}
     return names.get(type(value), type(value).__name__)
+
+
+def warn_duplicate_options(path: str | Path, where: str, options: Sequence[str]) -> int:
+    """Logs each option whose text repeats an earlier one of the same item; returns how many.
+
+    Such items are kept (a benchmark may really have them), but a reply that is only the repeated
+    text cannot say which option it means: answer extraction scores it invalid (issue 36, item 6).
+    """
+    first: dict[str, int] = {}
+    repeats = 0
+    for i, option in enumerate(options):
+        key = " ".join(option.split()).casefold()
+        if key in first:
+            repeats += 1
+            log.warning("%s: %s: option %s has the same text as option %s (%r); a reply that is only this "
+                        "text is invalid", path, where, chr(65 + i), chr(65 + first[key]), option)
+        else:
+            first[key] = i
+    return repeats

@@ -30,6 +30,7 @@ only; ``(clip_uid, action_idx)`` is unique. Every defect is listed at once, by f
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections import Counter, defaultdict
@@ -159,6 +160,8 @@ def _row(row: Any, where: str, labelled: bool, verbs: list[str], nouns: list[str
         value = row.get(name)
         if not isinstance(value, (int, float)) or isinstance(value, bool):
             defects.add(where, name, "missing" if name not in row else f"expected seconds, got {value!r}")
+        elif not math.isfinite(value) or value < 0:  # json reads NaN and Infinity (issue 36, item 5)
+            defects.add(where, name, f"expected finite seconds >= 0, got {value!r}")
     if len(defects.lines) > before:
         return None
     if row["action_clip_end_sec"] < row["action_clip_start_sec"]:

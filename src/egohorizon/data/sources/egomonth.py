@@ -32,12 +32,13 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.data.sources._common import Conversion
-from egohorizon.data.sources._json import Defects, read_json, type_name
+from egohorizon.data.sources._json import Defects, read_json, type_name, warn_duplicate_options
 from egohorizon.errors import DataError
 from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS, task_key
 from egohorizon.schema import QAItem
 
 SOURCE = "egomonth"
+N_OPTIONS = 4  # every EgoMonth item has options A-D; its scripts read only those letters
 LEVEL_NAMES = {1: "Schema Consolidation", 2: "Episodic Indexing", 3: "Cascading Reasoning"}
 _PREFIX = re.compile(r"^\s*\(?([A-Za-z])\s*[.:)．：、]\s*")
 # spelling variants beyond case / space / hyphen / underscore (task_key already folds those)
@@ -81,6 +82,8 @@ def convert(qa_file: str | Path, videos: str | Path, participant: str | None = N
                         "question: the paper scripts' resume key would skip one)")
             continue
         seen[key] = index
+        if warn_duplicate_options(path, f"item [{index}]", item.options):
+            conversion.counts["items with two options of the same text (kept; warned)"] += 1
         conversion.qa.append(item)
     defects.raise_if_any()
     _count(conversion)
@@ -130,6 +133,10 @@ def _item(raw: Any, index: int, person: str, root: Path, defects: Defects) -> QA
 def _options(value: Any, where: str, defects: Defects) -> list[str]:
     if not isinstance(value, list) or len(value) < 2 or not all(isinstance(o, str) for o in value):
         defects.add(where, "options", f"expected an array of at least 2 option texts, got {value!r}")
+        return []
+    if len(value) > N_OPTIONS:  # the scripts' [A-D] never reads an option E: refuse, never drop it
+        defects.add(where, f"options[{N_OPTIONS}]", f"EgoMonth items have at most {N_OPTIONS} options (A-D); "
+                    f"got {len(value)}, the extra one is {value[N_OPTIONS]!r}")
         return []
     prefixes = [_PREFIX.match(o) for o in value]
     if not any(prefixes):

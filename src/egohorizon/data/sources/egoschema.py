@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,12 +30,13 @@ from typing import Any
 
 from egohorizon.atomic_files import write_text_atomic
 from egohorizon.data.sources._common import Conversion
-from egohorizon.data.sources._json import Defects, read_json, type_name
+from egohorizon.data.sources._json import Defects, read_json, type_name, warn_duplicate_options
 from egohorizon.errors import DataError
 from egohorizon.schema import QAItem
 
 SOURCE = "egoschema"
 N_OPTIONS = 5
+_OPTION_KEY = re.compile(r"option \d+")
 
 
 @dataclass
@@ -55,6 +57,8 @@ def convert(questions: str | Path, answers: str | Path) -> EgoSchemaConversion:
     rows = read_json(questions, "EgoSchema's questions.json: an array of {q_uid, question, option 0..4}")
     if not isinstance(rows, list):
         raise DataError(f"{questions}: expected a JSON array of questions, got {type_name(rows)}")
+    if not rows:  # nothing to write: exit 0 with no qa.jsonl would look like success
+        raise DataError(f"{questions}: the array holds no questions")
     key = read_json(answers, "EgoSchema's subset_answers.json: an object {q_uid: 0-based answer index}")
     if not isinstance(key, dict):
         raise DataError(f"{answers}: expected a JSON object {{q_uid: answer index}}, got {type_name(key)}")
@@ -105,8 +109,14 @@ def _question(raw: Any, index: int, defects: Defects) -> dict[str, Any] | None:
         value = raw.get(name)
         if not isinstance(value, str) or not value.strip():
             defects.add(where, name, "missing" if name not in raw else f"expected non-empty text, got {value!r}")
+    extra = sorted(k for k in raw if _OPTION_KEY.fullmatch(k) and int(k.split()[1]) >= N_OPTIONS)
+    if extra:  # refused, never dropped: the format has options 0-4 only
+        defects.add(where, extra[0], f"EgoSchema questions have {N_OPTIONS} options (option 0..{N_OPTIONS - 1}); "
+                    f"got {len(extra)} more")
     if len(defects.lines) > before:
         return None
+    if warn_duplicate_options(defects.path, where, [raw[f"option {i}"] for i in range(N_OPTIONS)]):
+        raw = {**raw, "duplicate_options": True}
     q_uid = raw["q_uid"].strip()
     meta = {"index": index, **{k: v for k, v in raw.items()
                                 if k != "question" and not k.startswith("option ")}}

@@ -324,6 +324,8 @@ def _rulstm_segment(row: Row, classes: dict[str, dict[int, str]]) -> Segment:
     if noun_class not in classes["noun"]:
         raise row.error("noun_class", "not in EPIC_100_noun_classes.csv")
     start, end = parse_int(row, "start_frame") / RULSTM_FPS, parse_int(row, "stop_frame") / RULSTM_FPS
+    if start < 0:
+        raise row.error("start_frame", "expected a frame number >= 0")
     if end < start:
         raise row.error("stop_frame", f"segment ends before it starts ({row['start_frame']})")
     verb, noun = classes["verb"][verb_class], classes["noun"][noun_class]

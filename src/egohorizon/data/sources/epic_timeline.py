@@ -21,7 +21,7 @@ from egohorizon.data.sources._common import (
     Row,
     day_of,
     local_clock_seconds,
-    parse_number,
+    parse_seconds,
     place_sessions,
     read_csv,
 )
@@ -53,7 +53,7 @@ def video_info(index: FileIndex, files: dict[str, str]) -> dict[str, dict[str, f
     if path is None:
         return {}
     files["video info"] = str(path)
-    return {row[column].strip(): {"duration_s": parse_number(row, "duration"), "fps": parse_number(row, "fps")}
+    return {row[column].strip(): {"duration_s": parse_seconds(row, "duration"), "fps": parse_seconds(row, "fps")}
             for row in read_csv(path, (column, "duration", "fps"))}
 
 

@@ -42,9 +42,11 @@ from egohorizon.data.sources._common import (
     Conversion,
     FileIndex,
     Row,
+    bad_seconds,
     count_overlaps,
     local_clock_seconds,
     parse_number,
+    parse_seconds,
     place_sessions,
     read_csv,
     sort_events,
@@ -116,7 +118,7 @@ def _videos(index: FileIndex, files: dict[str, str]) -> dict[str, Video]:
         start = video_start(video_id)
         if start is None:
             raise row.error("video_id", "expected an id like P01-20240202-110250 (participant-date-time)")
-        stated[video_id] = (video_id[:3], local_clock_seconds(start), parse_number(row, "duration"),
+        stated[video_id] = (video_id[:3], local_clock_seconds(start), parse_seconds(row, "duration"),
                             row.cells.get("youtube_url", ""))
     videos: dict[str, Video] = {}
     for person in sorted({p for p, *_ in stated.values()}):
@@ -162,8 +164,13 @@ def _activity(row: Row, videos: dict[str, Video], conversion: Conversion) -> Act
     video_id = _known_video(row, videos, conversion)
     if video_id is None:
         return None
-    start = parse_number(row, "start_time")
     end_text = row["end_time"].strip()
+    for column in ("start_time", "end_time"):
+        problem = None if (column, end_text) == ("end_time", "end") else bad_seconds(row[column].strip())
+        if problem and problem != "expected a number":  # NaN, inf or negative: a bad row (issue 36, item 5)
+            conversion.skipped.add(f"activity with a non-finite or negative {column}", row.where(column))
+            return None
+    start = parse_number(row, "start_time")
     end = videos[video_id].duration if end_text == "end" else parse_number(row, "end_time")
     if end <= start:
         conversion.skipped.add("activity ends at or before its start", row.where("end_time"))

@@ -92,6 +92,8 @@ def _narration(row: Row, videos: dict[str, Video], conversion: Conversion) -> di
         conversion.skipped.add("narration of a video not in HD_EPIC_YouTube_URLs.csv", row.where("video_id"))
         return None
     start, end = _seconds(row, "start_timestamp"), _seconds(row, "end_timestamp")
+    if start < 0:
+        raise row.error("start_timestamp", "expected seconds >= 0")
     if end < start:
         raise row.error("end_timestamp", f"narration ends before it starts ({row['start_timestamp']})")
     text = str(row["narration"] or "").strip()
