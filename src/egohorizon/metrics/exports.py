@@ -126,12 +126,24 @@ def egomonth_csv_rows(items: Sequence, rows: Sequence[Mapping]) -> list[dict[str
     return out
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (a model's reply "=HYPERLINK(...)"
+# or "@SUM(...)"): OWASP's CSV-injection advice is to prefix such a cell with a single quote, which the
+# spreadsheet shows as text (https://owasp.org/www-community/attacks/CSV_Injection; issue 36, item 16).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: object) -> object:
+    """``value`` with a single quote in front when it is text that a spreadsheet would run."""
+    return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+
 def csv_text(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> str:
-    """A header and the rows, as ``csv.DictWriter`` writes them (quoted where needed, CRLF line ends)."""
+    """A header and the rows, as ``csv.DictWriter`` writes them (quoted where needed, CRLF line ends),
+    every cell that would start a formula prefixed with a single quote (``neutralise_cell``)."""
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=list(columns))
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({k: neutralise_cell(v) for k, v in row.items()} for row in rows)
     return buffer.getvalue()
 
 
