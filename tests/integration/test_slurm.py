@@ -115,13 +115,13 @@ def job_env(cluster: Cluster, runs: Path) -> dict[str, str]:
     return {**cluster.env, "EGOHORIZON_RUN_ROOT": str(runs), "EGOHORIZON_PYTHON": sys.executable, "PYTHONPATH": path}
 
 
-def wait_for_hold(cluster: Cluster, log_file: Path, job: str) -> None:
+def wait_for_hold(cluster: Cluster, log_file: Path, job: str, where: str, timeout: float = 300) -> None:
     from slurm_gate import HOLDING
 
     def holding() -> bool:
-        return (log_file.read_text() if log_file.exists() else "").count(HOLDING) >= 2  # both DDP ranks
+        return (log_file.read_text() if log_file.exists() else "").count(f"{HOLDING} {where}") >= 2  # both ranks
 
-    cluster.wait_until(holding, 300, f"both DDP ranks of job {job} to hold for the signal")
+    cluster.wait_until(holding, timeout, f"both DDP ranks of job {job} to hold {where} for the signal")
     assert cluster.job_state(job)[0] == "RUNNING", log_file.read_text()[-3000:]
 
 
@@ -139,17 +139,25 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     # logger=default: CSV and W&B (offline), to see the resumed run continue the same W&B run.
     job = cluster.sbatch("--ntasks-per-node=2", "--cpus-per-task=1", "--time=10", f"--output={tmp_path}/train-%j.out",
                          "slurm/train.sbatch", *TOY, "logger=default", "strategy=ddp", f"trainer.max_steps={MAX_STEPS}",
-                         *HOLD, f"+callbacks.hold.at_step={HOLD_AT}", env=env)
+                         "test_after_fit=true", *HOLD, f"+callbacks.hold.at_step={HOLD_AT}", "+callbacks.hold.in_test=true",
+                         "+callbacks.hold.test_restart=1", env=env)
     log_file, run_dir = tmp_path / f"train-{job}.out", runs / job
     # Both ranks have logged steps 0 .. HOLD_AT - 1 and wait: training cannot finish before the signal.
-    wait_for_hold(cluster, log_file, job)
+    wait_for_hold(cluster, log_file, job, "at step")
     # What Slurm sends before the time limit (--signal=B:USR1@300), on demand.
+    cluster.run("scancel", "--batch", "--signal=USR1", job)
+    # The requeued attempt trains to the end and holds in its test pass: Slurm's warning again, now after
+    # training, when there is nothing to checkpoint. Before issue 36 it killed the tasks (job FAILED).
+    wait_for_hold(cluster, log_file, job, "in the test pass", timeout=500)
     cluster.run("scancel", "--batch", "--signal=USR1", job)
 
     cluster.wait_until(lambda: cluster.job_state(job) == ("COMPLETED", 1) or cluster.job_state(job)[0] in
                        ("FAILED", "CANCELLED", "TIMEOUT"), 500, f"job {job} to finish after its requeue", poll=3)
     log = log_file.read_text()
     assert cluster.job_state(job) == ("COMPLETED", 1), log[-4000:]
+    assert log.count("[SlurmRequeue] SIGUSR1 after training ended: finishing what is left (test, outputs) "
+                     "instead of requeuing") == 2, log[-4000:]  # one line per rank, and no second requeue
+    assert json.loads((run_dir / "metrics.json").read_text())["global_step"] == MAX_STEPS  # tested, written
     assert "SIGUSR1: forwarding to the tasks" in log and "Slurm signal: saving" in log
     assert f"requeued Slurm job {job}" in log
     assert f"job {job} restart 1 on" in log  # the same job id came back, so the same run folder
@@ -183,26 +191,6 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     assert report_file.is_file(), (tmp_path / f"eval-{evaluation}.out").read_text()[-3000:]
     report = json.loads(report_file.read_text())
     assert report["n_points"] == 4 and report["reports"]["model"]["overall"]["n"] == 4
-
-
-def test_a_signal_in_the_test_pass_lets_the_job_finish_without_a_requeue(cluster, tmp_path):
-    """Slurm's warning after training (here in the test pass): nothing to checkpoint, so the run finishes
-    what is left and says so; before issue 36 the tasks died by the signal and the job ended FAILED."""
-    runs = tmp_path / "runs"
-    job = cluster.sbatch("--ntasks-per-node=2", "--cpus-per-task=1", "--time=10", f"--output={tmp_path}/late-%j.out",
-                         "slurm/train.sbatch", *TOY, "test_after_fit=true", "logger=csv", "strategy=ddp",
-                         "trainer.max_steps=3", *HOLD, "+callbacks.hold.in_test=true", env=job_env(cluster, runs))
-    log_file = tmp_path / f"late-{job}.out"
-    wait_for_hold(cluster, log_file, job)
-    cluster.run("scancel", "--batch", "--signal=USR1", job)
-    cluster.wait_until(lambda: cluster.job_state(job)[0] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT"), 300,
-                       f"job {job} to finish", poll=2)
-    log = log_file.read_text()
-    assert cluster.job_state(job) == ("COMPLETED", 0), log[-4000:]
-    assert log.count("[SlurmRequeue] SIGUSR1 after training ended: finishing what is left (test, outputs) "
-                     "instead of requeuing") == 2, log[-4000:]
-    assert "requeued Slurm job" not in log and not list((runs / job).glob("hpc_ckpt_*"))
-    assert json.loads((runs / job / "metrics.json").read_text())["global_step"] == 3  # tested, outputs written
 
 
 def test_two_point_sweep_runs_through_the_submitit_launcher(cluster, tmp_path):
