@@ -31,7 +31,11 @@ TOY = ["experiment=forecast_l3", "data.batch_size=2", "data.eval_batch_size=4", 
        "backbone.hidden_size=32", "backbone.intermediate_size=64", "backbone.num_layers=1",
        "backbone.vocab_size=512", "trainer.log_every_n_steps=1", "trainer.max_epochs=-1",
        "trainer.check_val_every_n_epoch=1000", "test_after_fit=false"]
-MAX_STEPS = 300
+MAX_STEPS = 40
+# The first attempt holds before this step until Slurm's signal has reached it (tests/support/slurm_gate.py):
+# signalled after a fixed wait, a quick machine once finished all its steps first and the job failed.
+HOLD_AT = 5
+HOLD = ["+callbacks.hold._target_=slurm_gate.HoldForSignal"]
 
 
 class Cluster:
@@ -104,6 +108,23 @@ def cluster(repo_root):
     shutil.rmtree(state, ignore_errors=True)
 
 
+def job_env(cluster: Cluster, runs: Path) -> dict[str, str]:
+    """The cluster's environment for a train job: its run root, this interpreter, the test callbacks."""
+    support = str(cluster.repo / "tests" / "support")
+    path = os.pathsep.join(p for p in (support, cluster.env.get("PYTHONPATH", "")) if p)
+    return {**cluster.env, "EGOHORIZON_RUN_ROOT": str(runs), "EGOHORIZON_PYTHON": sys.executable, "PYTHONPATH": path}
+
+
+def wait_for_hold(cluster: Cluster, log_file: Path, job: str, where: str, timeout: float = 300) -> None:
+    from slurm_gate import HOLDING
+
+    def holding() -> bool:
+        return (log_file.read_text() if log_file.exists() else "").count(f"{HOLDING} {where}") >= 2  # both ranks
+
+    cluster.wait_until(holding, timeout, f"both DDP ranks of job {job} to hold {where} for the signal")
+    assert cluster.job_state(job)[0] == "RUNNING", log_file.read_text()[-3000:]
+
+
 def read_metric_rows(path: Path, key: str) -> list[int]:
     with path.open() as f:
         return [int(row["step"]) for row in csv.DictReader(f) if row.get(key)]
@@ -113,28 +134,30 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     import torch
 
     runs = tmp_path / "runs"
-    env = {**cluster.env, "EGOHORIZON_RUN_ROOT": str(runs), "EGOHORIZON_PYTHON": sys.executable}
+    env = job_env(cluster, runs)
     # --time: a hung job is ended by Slurm instead of holding the test suite.
     # logger=default: CSV and W&B (offline), to see the resumed run continue the same W&B run.
     job = cluster.sbatch("--ntasks-per-node=2", "--cpus-per-task=1", "--time=10", f"--output={tmp_path}/train-%j.out",
                          "slurm/train.sbatch", *TOY, "logger=default", "strategy=ddp", f"trainer.max_steps={MAX_STEPS}",
-                         env=env)
+                         "test_after_fit=true", *HOLD, f"+callbacks.hold.at_step={HOLD_AT}", "+callbacks.hold.in_test=true",
+                         "+callbacks.hold.test_restart=1", env=env)
     log_file, run_dir = tmp_path / f"train-{job}.out", runs / job
-
-    def training_started() -> bool:
-        text = log_file.read_text() if log_file.exists() else ""
-        return text.count("SIGUSR1 -> checkpoint at the next step") >= 2  # both ranks have their handlers
-
-    cluster.wait_until(training_started, 300, "both DDP ranks to start training")
-    time.sleep(4)  # let it take some steps
-    assert cluster.job_state(job)[0] == "RUNNING", log_file.read_text()[-3000:]
+    # Both ranks have logged steps 0 .. HOLD_AT - 1 and wait: training cannot finish before the signal.
+    wait_for_hold(cluster, log_file, job, "at step")
     # What Slurm sends before the time limit (--signal=B:USR1@300), on demand.
+    cluster.run("scancel", "--batch", "--signal=USR1", job)
+    # The requeued attempt trains to the end and holds in its test pass: Slurm's warning again, now after
+    # training, when there is nothing to checkpoint. Before issue 36 it killed the tasks (job FAILED).
+    wait_for_hold(cluster, log_file, job, "in the test pass", timeout=500)
     cluster.run("scancel", "--batch", "--signal=USR1", job)
 
     cluster.wait_until(lambda: cluster.job_state(job) == ("COMPLETED", 1) or cluster.job_state(job)[0] in
                        ("FAILED", "CANCELLED", "TIMEOUT"), 500, f"job {job} to finish after its requeue", poll=3)
     log = log_file.read_text()
     assert cluster.job_state(job) == ("COMPLETED", 1), log[-4000:]
+    assert log.count("[SlurmRequeue] SIGUSR1 after training ended: finishing what is left (test, outputs) "
+                     "instead of requeuing") == 2, log[-4000:]  # one line per rank, and no second requeue
+    assert json.loads((run_dir / "metrics.json").read_text())["global_step"] == MAX_STEPS  # tested, written
     assert "SIGUSR1: forwarding to the tasks" in log and "Slurm signal: saving" in log
     assert f"requeued Slurm job {job}" in log
     assert f"job {job} restart 1 on" in log  # the same job id came back, so the same run folder
@@ -146,7 +169,7 @@ def test_train_is_preempted_requeued_and_resumes_at_the_checkpointed_step(cluste
     restored = re.search(r"Restoring states from the checkpoint path at (\S+)", log)
     assert restored and Path(restored.group(1)).name in (hpc.name, "last.ckpt"), log[-4000:]
     resumed_at = torch.load(hpc, map_location="cpu", weights_only=False)["global_step"]
-    assert 0 < resumed_at < MAX_STEPS
+    assert resumed_at == HOLD_AT + 1  # the step in flight when the signal came, then the checkpoint
     final = torch.load(run_dir / "checkpoints" / "last.ckpt", map_location="cpu", weights_only=False)
     assert final["global_step"] == MAX_STEPS
     # Lightning's CSVLogger starts metrics.csv afresh in a resumed run, so the file holds the second

@@ -43,12 +43,15 @@ def test_signal_checkpoints_at_the_step_boundary_and_stops(tmp_path, monkeypatch
     monkeypatch.setenv("SLURM_JOB_ID", "123")
     monkeypatch.delenv("SLURM_ARRAY_JOB_ID", raising=False)
     previous = signal.getsignal(signal.SIGUSR1)
-    trainer = fit(tmp_path, SlurmRequeue(requeue=False))
+    callback = SlurmRequeue(requeue=False)
+    trainer = fit(tmp_path, callback)
     # The step in flight finished; the checkpoint was taken after it and training stopped there.
     assert trainer.global_step == SIGNAL_AT_BATCH + 1
     checkpoint = torch.load(tmp_path / "hpc_ckpt_1.ckpt", weights_only=False)
     assert checkpoint["global_step"] == SIGNAL_AT_BATCH + 1
-    assert signal.getsignal(signal.SIGUSR1) == previous  # the handler is gone after fit
+    assert signal.getsignal(signal.SIGUSR1) == callback._note_late  # after fit: one that only notes
+    callback.release()
+    assert signal.getsignal(signal.SIGUSR1) == previous
 
 
 def test_outside_slurm_it_does_nothing(tmp_path, monkeypatch):
@@ -143,3 +146,60 @@ def test_train_py_stops_after_a_requeue_without_testing(tmp_path, monkeypatch):
     assert result["requeued"] and result["global_step"] == 2
     assert (run / "hpc_ckpt_1.ckpt").is_file()
     assert not (run / "metrics.json").exists()  # no test, no outputs: the requeued job writes them
+
+
+# A job whose warning comes in its last training step, between fit and test, in the test pass and after
+# it (issue 36, item 17): nothing to checkpoint, so the run finishes and says so; before, the default
+# action of SIGUSR1 killed the process once fit was over (the job ended FAILED).
+LATE_SIGNALS = """
+import os, signal, sys
+import torch, lightning as L
+from egohorizon.callbacks.slurm_requeue import SlurmRequeue
+
+class Tiny(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.layer = torch.nn.Linear(2, 1)
+    def training_step(self, batch, batch_idx):
+        if self.trainer.global_step == 3:  # the last of max_steps=4
+            os.kill(os.getpid(), signal.SIGUSR1)
+        return self.layer(batch[0]).pow(2).sum()
+    def test_step(self, batch, batch_idx):
+        if batch_idx == 1:
+            os.kill(os.getpid(), signal.SIGUSR1)
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+callback = SlurmRequeue()  # requeue=True: scontrol would be called if it wrongly requeued
+trainer = L.Trainer(accelerator="cpu", max_steps=4, logger=False, enable_checkpointing=False,
+                    enable_progress_bar=False, enable_model_summary=False, default_root_dir=sys.argv[1],
+                    callbacks=[callback])
+data = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(16, 2)), batch_size=2)
+model = Tiny()
+trainer.fit(model, data)
+os.kill(os.getpid(), signal.SIGUSR1)  # between fit and test
+trainer.test(model, data, verbose=False)
+os.kill(os.getpid(), signal.SIGUSR1)  # after the test pass
+print("finished", trainer.global_step, callback.late_signals, callback.requeued)
+"""
+
+
+def test_a_signal_after_the_last_step_lets_the_run_finish_and_says_so(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "SLURM_JOB_ID": "123", "PATH": f"{tmp_path}:{os.environ['PATH']}"}
+    env.pop("SLURM_ARRAY_JOB_ID", None)
+    env["PYTHONPATH"] = os.pathsep.join([str(Path(__file__).parents[2] / "src"), env.get("PYTHONPATH", "")])
+    scontrol = tmp_path / "scontrol"  # a requeue would call it: it leaves a trace instead of a cluster
+    scontrol.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path}/scontrol.calls\n")
+    scontrol.chmod(0o755)
+    result = subprocess.run([sys.executable, "-c", LATE_SIGNALS, str(tmp_path)], env=env, capture_output=True,
+                            text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "finished 4 4 False" in result.stdout
+    assert "Slurm signal after the last training step (step 4): finishing what is left" in result.stderr
+    assert result.stderr.count("[SlurmRequeue] SIGUSR1 after training ended: finishing what is left (test, "
+                               "outputs) instead of requeuing") == 3
+    assert not list(tmp_path.glob("hpc_ckpt_*")) and not (tmp_path / "scontrol.calls").exists()

@@ -117,6 +117,9 @@ def summarize(items: Sequence[QAItem], rows: Mapping[str, Mapping[str, Any]], ru
         "frames": {"total": sum(frames), "mean": sum(frames) / len(frames) if frames else None,
                    "max": max(frames, default=0)},
         "read_differently": sum(1 for r in done if r.get("prediction") != r.get("strict")),
+        # Items with a video whose edit list hides frames: sampled on the presented frames, so their
+        # indices are not the paper protocol's (defined on the container's count); issue 36, item 9.
+        "edit_list_items": sum(1 for r in done if r.get("edit_list")),
         "scores": {mode: score_qa(items, chosen), **({} if mode == "strict" else {"strict": score_qa(items, strict)})},
         "per_difficulty": per_difficulty,
     }
@@ -175,6 +178,8 @@ def format_summary(summary: Mapping[str, Any]) -> str:
     failures, unfinished = summary["input_failures"], summary["unfinished"]
     if failures:
         text += f"input failures (scored invalid): {len(failures)}, first: {failures[0]['id']}: {failures[0]['reason']}\n"
+    if summary.get("edit_list_items"):
+        text += (f"items with an MP4 edit list (sampled on the presented frames): {summary['edit_list_items']}\n")
     if unfinished:
         text += f"unfinished (model failures, scored invalid): {len(unfinished)}; rerun the same command to finish\n"
     return text

@@ -217,8 +217,16 @@ class Preparer:
                 raise VideoError(error, name, path) from None
             times = [round(i / info.fps, 3) for i in indices]
             labels += [frame_label(video, t) for t in times]
-            outcome.frames.append({"video": video, "indices": list(indices), "t": times})
+            outcome.frames.append({"video": video, "indices": list(indices), "t": times,
+                                   **(_edit_list_meta(info) if info.edit_list else {})})
         return frames, labels
+
+
+def _edit_list_meta(info) -> dict[str, Any]:
+    """Both counts of a video whose edit list hides frames: indices are on the presented frames."""
+    from egohorizon.data.ingest.presented import FrameCounts
+
+    return FrameCounts(presented=info.frames, container=info.container_frames).to_meta()
 
 
 class VideoError(DataError):
@@ -246,6 +254,7 @@ def row_of(outcome: Outcome, mode: str, blind: bool, run: dict[str, Any]) -> dic
         "correct_strict": strict == item.answer, "extraction": mode, "text": text,
         "status": OK if outcome.failure is None else FAILED, "failure": outcome.failure, "blind": blind,
         "n_frames": sum(len(f["indices"]) for f in outcome.frames), "frames": outcome.frames,
+        "edit_list": any(f.get("edit_list") for f in outcome.frames),
         **{k: run[k] for k in ("model", "prompt", "prompt_version", "protocol", "seed", "sampling", "max_new_tokens")},
     }
 

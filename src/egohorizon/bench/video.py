@@ -24,10 +24,15 @@ SEEK_AFTER_S = 3.0  # a frame further ahead than this is reached by seeking, nea
 
 @dataclass(frozen=True)
 class VideoInfo:
-    frames: int
+    frames: int  # presented, after the container's edit list (data/ingest/presented.py)
     fps: float
     width: int
     height: int
+    container_frames: int = 0  # the container's index; 0 when it keeps no count
+
+    @property
+    def edit_list(self) -> bool:
+        return bool(self.container_frames) and self.container_frames != self.frames
 
 
 def _open(path: Path):
@@ -46,26 +51,28 @@ def _open(path: Path):
 
 
 def probe(path: str | os.PathLike) -> VideoInfo:
-    """Frame count (the container's index; demuxed packets when it has none) and average rate."""
+    """Frame count (presented: after an MP4's edit list; demuxed packets when the index has none),
+    the container's count beside it, and the average rate."""
     import av
+
+    from egohorizon.data.ingest.presented import count_frames
 
     path = Path(path)
     with _open(path) as container:
         stream = container.streams.video[0]
         rate = stream.average_rate or stream.guessed_rate
         fps = float(rate) if rate else 0.0
-        frames = stream.frames
-        if not frames:  # Matroska / WebM keep no frame count: count the packets
-            try:
-                frames = sum(1 for p in container.demux(stream) if p.pts is not None)
-            except av.FFmpegError as error:
-                raise DataError(f"{path}: damaged container ({error})") from None
+        try:
+            counts = count_frames(container, stream)
+        except av.FFmpegError as error:
+            raise DataError(f"{path}: damaged container ({error})") from None
         width, height = stream.codec_context.width, stream.codec_context.height
-    if frames <= 0:
+    if counts.presented <= 0:
         raise DataError(f"{path}: the video holds no frames")
     if not fps > 0:
         raise DataError(f"{path}: the video stream states no frame rate")
-    return VideoInfo(frames=int(frames), fps=fps, width=int(width), height=int(height))
+    return VideoInfo(frames=counts.presented, fps=fps, width=int(width), height=int(height),
+                     container_frames=counts.container)
 
 
 def scaled_size(width: int, height: int, long_side: int | None) -> tuple[int, int]:
@@ -104,8 +111,8 @@ def read_frames(path: str | os.PathLike, indices: Sequence[int], info: VideoInfo
                 while True:
                     frame = next(frames, None)
                     if frame is None:
-                        raise DataError(f"{path}: the video ends before frame {index} ({target:.2f} s); its index "
-                                        f"lists {info.frames} frames (a cut-off or damaged file?)")
+                        raise DataError(f"{path}: the video ends before frame {index} ({target:.2f} s); it "
+                                        f"should present {info.frames} frames (a cut-off or damaged file?)")
                     if frame.pts is None:
                         continue
                     current = (frame.pts - base) * unit

@@ -22,6 +22,15 @@ preemption signal (``SUBMITIT_PREEMPT_SIGNAL``, USR2), whose handler requeues an
 without a model checkpoint (the requeued point resumed from an older ``last.ckpt``). It is caught
 here too: the checkpoint is saved at the next step, then submitit's own handler requeues the job.
 After either, ``requeued`` is true and train.py stops without testing (the requeued job will).
+
+A warning that comes after the last training step (in the final validation or checkpoint, between fit
+and test, in the test pass, while the outputs are written or the loggers close) has nothing left to
+checkpoint: the run finishes what is left, on time or not, and says so (issue 36, item 17). Before, the
+handler was removed when fit ended and the signal's default action killed the tasks ("srun: error:
+tasks 0-1: User defined signal 1"), failing a job whose training was done. So after fit the requeue
+signal keeps a handler that only notes it, for the rest of the process (Lightning's test-time SLURM
+handler, which would checkpoint and requeue in the middle of the test pass, stays off too); should
+the time limit come first, rerunning the job resumes from the final ``last.ckpt`` and only tests.
 """
 
 from __future__ import annotations
@@ -62,6 +71,7 @@ class SlurmRequeue(Callback):
         self.requested = False
         self.requeued = False  # a checkpoint was saved for a requeue and training stopped
         self._noted: int | None = None
+        self.late_signals = 0  # requeue signals noted after training ended (nothing to checkpoint)
         self._previous: dict[int, object] = {}
         self._installed = False
 
@@ -72,7 +82,8 @@ class SlurmRequeue(Callback):
             return
         self.requested = self.requeued = False
         for signum in self.signals():
-            self._previous[signum] = signal.signal(signum, self._note_signal)
+            previous = signal.signal(signum, self._note_signal)
+            self._previous.setdefault(signum, previous)  # a second fit finds this callback's own
         self._installed = True
         names = "/".join(signal.Signals(s).name for s in self._previous)
         log.info("Slurm job %s: %s -> checkpoint at the next step, requeue, stop", slurm_job_id(), names)
@@ -91,15 +102,43 @@ class SlurmRequeue(Callback):
         self.requested, self._noted = True, signum
 
     def teardown(self, trainer, pl_module, stage: str) -> None:
-        if self._installed:
-            for signum, previous in self._previous.items():
-                signal.signal(signum, previous or signal.SIG_DFL)
-            self._previous, self._installed = {}, False
+        if stage != "fit" or not self._installed:
+            return
+        previous = self._previous.get(self._noted) if self._noted != self.signum else None
+        if self.requested and not self.requeued and callable(previous):
+            # submitit's preemption after the last step: its handler requeues; the point resumes at
+            # the final step and only tests.
+            log.warning("submitit's preemption signal after the last training step: requeuing to test")
+            previous(self._noted, None)
+        elif self.requested and not self.requeued:  # it came after the last step's check
+            self.late_signals += 1
+            log.warning("Slurm signal after the last training step (step %d): finishing what is left (test, "
+                        "outputs) instead of requeuing", trainer.global_step)
+        # submitit's handler comes back (a preemption requeues; the requeued point resumes at the
+        # final step and only tests); the requeue signal keeps a handler that only notes it.
+        for signum, previous in self._previous.items():
+            signal.signal(signum, self._note_late if signum == self.signum else (previous or signal.SIG_DFL))
+        self._installed = False
+
+    def _note_late(self, signum, frame) -> None:
+        self.late_signals += 1
+        # os.write, not logging: a handler may run while the main thread is inside a write to stderr.
+        what = "already requeued: nothing to do" if self.requeued else \
+            "finishing what is left (test, outputs) instead of requeuing"
+        os.write(2, f"[SlurmRequeue] {signal.Signals(signum).name} after training ended: {what}\n".encode())
+
+    def release(self) -> None:
+        """Puts back the handlers found before fit (for a process that goes on to other work)."""
+        for signum, previous in self._previous.items():
+            signal.signal(signum, previous or signal.SIG_DFL)
+        self._previous, self._installed = {}, False
 
     # -- acting on it --------------------------------------------------------------------------
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if not self._installed:
+            return
+        if 0 < trainer.max_steps <= trainer.global_step:  # the last step: nothing left to resume
             return
         # Every rank takes part in this reduction each step, so all of them stop at the same batch
         # even when the signal reached them a few instructions apart.

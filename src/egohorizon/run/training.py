@@ -69,6 +69,13 @@ def stopped_for_requeue(trainer) -> bool:
     return any(isinstance(c, SlurmRequeue) and c.requeued for c in trainer.callbacks)
 
 
+def late_slurm_signals(trainer) -> int:
+    """Slurm's warning signals that came after the last training step (the run finished instead)."""
+    from egohorizon.callbacks.slurm_requeue import SlurmRequeue
+
+    return sum(c.late_signals for c in trainer.callbacks if isinstance(c, SlurmRequeue))
+
+
 def eval_callback(trainer):
     from egohorizon.callbacks.generation_eval import GenerationEvalCallback
 
@@ -175,6 +182,10 @@ def train(cfg: DictConfig) -> dict[str, Any]:
         test(trainer, model, datamodule)
     outputs = write_outputs(cfg, trainer, model, run_dir, val_losses)
     close_loggers(trainer)
+    late = late_slurm_signals(trainer)
+    if late:
+        log.info("%d Slurm signal(s) came after training ended: the run finished what was left (test, "
+                 "outputs) instead of requeuing", late)
     return outputs
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from egohorizon.data.ingest.ingested import GAZE_NO_SOURCE, IngestedRecording, RecordingWriter
+from egohorizon.data.ingest.presented import FrameCounts, count_frames, presented_duration_s
 from egohorizon.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -72,9 +73,10 @@ class DecodeReport:
 
     backend: str = ""
     reason: str = ""
-    expected_frames: int | None = None
+    expected_frames: int | None = None  # presented, after an MP4's edit list (data/ingest/presented.py)
     decoded_frames: int = 0
     lost: list[list[float]] = field(default_factory=list)
+    container_frames: int | None = None  # the container's index, when an edit list hides some of them
 
     def loss_message(self, path: Path) -> str:
         return (f"{path}: decoded {self.decoded_frames} frames (the index lists "
@@ -82,16 +84,19 @@ class DecodeReport:
 
     def to_meta(self, origin: float = 0.0) -> dict:
         """For recording.json: lost ranges moved into the recording's time base."""
+        edit_list = {} if self.container_frames is None else \
+            FrameCounts(presented=self.expected_frames or 0, container=self.container_frames).to_meta()
         return {"backend": self.backend, "reason": self.reason, "expected_frames": self.expected_frames,
                 "decoded_frames": self.decoded_frames,
-                "lost": [[origin + start, origin + end] for start, end in self.lost]}
+                "lost": [[origin + start, origin + end] for start, end in self.lost], **edit_list}
 
 
 @dataclass
 class _Header:
     codec: str
-    frames: int  # in the container's index; 0 when it has none (Matroska, WebM)
-    duration_s: float | None
+    frames: int  # presented (after an edit list); 0 when the index has none (Matroska, WebM)
+    duration_s: float | None  # presented
+    counts: FrameCounts | None = None
 
 
 def tick_indices(times_s: np.ndarray, rate_hz: float | None) -> np.ndarray:
@@ -134,11 +139,14 @@ def _read_header(path: Path) -> _Header:
             if not container.streams.video:
                 raise DataError(f"{path}: no video stream in the file")
             stream = container.streams.video[0]
-            if stream.duration and stream.time_base:
-                duration = float(stream.duration * stream.time_base)
-            else:
+            duration = presented_duration_s(stream)
+            if duration is None:
                 duration = container.duration / 1e6 if container.duration else None
-            return _Header(stream.codec_context.name, stream.frames or 0, duration)
+            name = stream.codec_context.name
+            if not stream.frames:  # no count to check decord against; the packets are counted as decoded
+                return _Header(name, 0, duration)
+            counts = count_frames(container, stream)
+            return _Header(name, counts.presented, duration, counts)
     except av.FFmpegError as error:  # e.g. a cut-off MP4 whose index (moov) came last
         raise DataError(f"{path}: cannot open video ({error})") from error
 
@@ -146,6 +154,8 @@ def _read_header(path: Path) -> _Header:
 def _choose_backend(backend: str, header: _Header) -> tuple[str, str]:
     if backend != "auto":
         return backend, f"--backend {backend}"
+    if header.counts is not None and header.counts.edit_list:
+        return "pyav", "an MP4 edit list: decord indexes the frames it hides"
     if header.codec in PYAV_CODECS:
         return "pyav", f"{header.codec.upper()} video: decord's FFmpeg fails on real {header.codec.upper()} clips"
     try:
@@ -159,6 +169,9 @@ def _decord_frames(path: Path, rate_hz: float | None, header: _Header, report: D
                    chunk: int = 16) -> Iterator[tuple[float, np.ndarray]]:
     import decord
 
+    if header.counts is not None and header.counts.edit_list:  # decord counts and seeks the hidden frames
+        raise RuntimeError(f"decord does not apply the MP4's edit list ({header.frames} of the "
+                           f"{header.counts.container} frames in the index are presented)")
     reader = decord.VideoReader(str(path), ctx=decord.cpu(0))
     count = report.decoded_frames = len(reader)
     # decord silently counts only the frames it can reach in a cut-off file; the index knows better.
@@ -187,7 +200,8 @@ def _packet_pts(path: Path) -> tuple[list[int], float]:
     with av.open(str(path)) as container:
         stream = container.streams.video[0]
         try:
-            pts = [packet.pts for packet in container.demux(stream) if packet.pts is not None]
+            # A packet an MP4's edit list hides (discard flag) is decoded for the frames after it, never shown.
+            pts = [p.pts for p in container.demux(stream) if p.pts is not None and not p.is_discard]
         except av.FFmpegError as error:  # a damaged container: the packets before it are still good
             log.warning("%s: demuxing stopped after %d packets (%s)", path, len(pts), error)
         return sorted(pts), float(stream.time_base)
@@ -264,6 +278,10 @@ def read_video_frames(path: str | os.PathLike, rate_hz: float | None = 1.0, back
     # PyAV first, also because decord's bundled libvpx, loaded first, shadows PyAV's.
     header = _read_header(path)
     report.expected_frames = header.frames or None
+    if header.counts is not None and header.counts.edit_list:
+        report.container_frames = header.counts.container
+        log.info("%s: an edit list presents %d of the %d frames in the index", path, header.frames,
+                 header.counts.container)
     chosen, report.reason = _choose_backend(backend, header)
     last_t = None
     if chosen == "decord":

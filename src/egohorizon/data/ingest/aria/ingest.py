@@ -47,6 +47,15 @@ from egohorizon.errors import DataError
 
 log = logging.getLogger(__name__)
 
+def stored_frame_size(provider, stream, indices: np.ndarray) -> tuple[int, int] | None:
+    """(width, height) of the stream's first sampled frame as stored, before turning upright: what the
+    calibration must fit (a stream's configuration record may state the calibration's size instead)."""
+    if len(indices) == 0:
+        return None
+    image = provider.get_image_data_by_index(stream, int(indices[0]))[0].to_numpy_array()
+    return int(image.shape[1]), int(image.shape[0])
+
+
 def hands_meta(sample: HandSample, dt_s: float, projector: GazeProjector) -> dict[str, Any]:
     """A frame's ``meta["hands"]``: per side None (not tracked) or its confidence, wrist and palm in
     the stored image's pixels (None when behind the camera or outside the image) and in the device
@@ -129,12 +138,17 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
             raise DataError("day: required when the time base is not 'epoch' (pass --day YYYY-MM-DD)")
         day = datetime.fromtimestamp(clock.origin_seconds, tz=UTC).strftime("%Y-%m-%d")
 
-    projector = GazeProjector(calibration, camera_label, upright=upright, default_depth_m=default_depth_m)
+    timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
+    indices = sample_frame_indices(timestamps, rate_hz)
+    stored = stored_frame_size(provider, stream, indices)
+    projector = GazeProjector(calibration, camera_label, upright=upright, default_depth_m=default_depth_m,
+                              stored_size=stored)
+    if projector.rescaled_from:
+        log.info("%s: %r calibration rescaled from %s to the stored frames' %s", vrs_path, camera_label,
+                 projector.rescaled_from, list(stored))
     track = read_gaze(gaze_csv) if gaze_csv else None
     hands = read_hands(hands_csv) if hands_csv else None
     poses = read_trajectory(trajectory_csv) if trajectory_csv else None
-    timestamps = np.asarray(provider.get_timestamps_ns(stream, TimeDomain.DEVICE_TIME), dtype=np.int64)
-    indices = sample_frame_indices(timestamps, rate_hz)
     tolerance_ns = round(gaze_tolerance_s * 1e9)
     gap, cut = check_complete(vrs_path, str(stream), len(timestamps), clock, camera_label,
                               allow_truncated=allow_truncated)
@@ -156,6 +170,9 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
         for position, index in enumerate(indices):
             image_data, record = provider.get_image_data_by_index(stream, int(index))
             image = image_data.to_numpy_array()
+            if (image.shape[1], image.shape[0]) != (projector.width, projector.height):
+                raise DataError(f"{vrs_path}: {camera_label!r} frame {int(index)} is {image.shape[1]} x "
+                                f"{image.shape[0]}, the first stored frame {projector.width} x {projector.height}")
             if image.ndim == 2:
                 image = np.repeat(image[:, :, None], 3, axis=2)
             if upright:
@@ -189,6 +206,7 @@ def ingest_aria(vrs_path: str | os.PathLike, out_dir: str | os.PathLike, *, part
             "device_version": str(calibration.get_device_version()).split(".")[-1],
             # [width, height] of the stored frames: turning the image swaps the sensor's sides.
             "image_size": [projector.height, projector.width] if upright else [projector.width, projector.height],
+            "calibration_rescaled_from": projector.rescaled_from,  # the calibration's own [width, height]
             "rotated_cw90": bool(upright), "time_base": clock.name, "rate_hz": rate_hz,
             "gaze_file": str(track.path) if track else None, "gaze_tolerance_s": gaze_tolerance_s,
             "gaze_default_depth_m": default_depth_m, "speech_file": str(speech_csv) if speech_csv else None,
