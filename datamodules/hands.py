@@ -209,7 +209,7 @@ class HandsDataModule(TaskDataModule):
         self.mapping = ResizeMapping.for_processor(processor, *sizes.pop())
         for items in self.by_split.values():
             for item in items:
-                item.resized = self.mapping.resized
+                item.resized, item.letterbox = self.mapping.resized, self.mapping.letterbox
 
     def training_corpus(self) -> list[str]:
         """Prompts and targets of the training clips (boxes in frame pixels: same words and digits)."""
