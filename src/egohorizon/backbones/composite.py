@@ -9,7 +9,7 @@ It is a ``PreTrainedModel`` with its own ``model_type`` (``effnet_smollm2``), re
 Auto classes (``register``), so the folder that ``EffnetSmolLM2Backbone`` builds loads like any local
 checkpoint through ``HFBackbone``, and peft, ``save_pretrained`` and ``generate`` work unchanged: the
 training module, eval.py, ``serve`` and the offline jobs take it as one more VLM. It is no architecture that
-transformers or vLLM know, so ``export-adapter --merge`` refuses it (``MERGE_REFUSAL``).
+transformers or vLLM know, so ``export-adapter --merge`` refuses it (``effnet_smollm2.merge_refusal``).
 
 The encoder's BatchNorm layers stay in inference mode when the model trains: their running statistics are
 part of the frozen base, which the adapter folder does not hold, and batches of a few frames would
@@ -25,11 +25,7 @@ from torch import nn
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
 from transformers.generation import GenerationMixin
 
-MODEL_TYPE = "effnet_smollm2"
-IMAGE_TOKEN = "<|image_pad|>"
-MERGE_REFUSAL = ("the effnet_smollm2 composite (EfficientNet-Lite0 + projector + SmolLM2) is no transformers "
-                 "or vLLM architecture, so it cannot be merged into one: use the adapter folder as it is "
-                 "(eval.py, egohorizon serve, hands detect --model)")
+from egohorizon.backbones.effnet_smollm2 import MODEL_TYPE
 
 
 class EffnetSmolLM2Config(PretrainedConfig):
