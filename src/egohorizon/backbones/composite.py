@@ -73,6 +73,7 @@ class EffnetSmolLM2ForConditionalGeneration(PreTrainedModel, GenerationMixin):
     base_model_prefix = ""
     main_input_name = "input_ids"
     _supports_sdpa = True
+    supports_gradient_checkpointing = True  # the LM's blocks (model.gradient_checkpointing)
 
     def __init__(self, config: EffnetSmolLM2Config):
         super().__init__(config)
