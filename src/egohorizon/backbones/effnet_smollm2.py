@@ -30,7 +30,6 @@ from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
-MODEL_TYPE = "effnet_smollm2"  # config.json's model_type of the built folder
 MARKER_FILE = "egohorizon_composite.json"
 # Bump when the way the folder is built changes, so older folders are rebuilt rather than reused.
 BUILD_VERSION = 1
@@ -143,17 +142,3 @@ def assemble(lm_folder: Path, encoder: Path, image_size: int, seed: int):
     model.vision_tower.load_state_dict(encoder_model.state_dict())
     return model, tokenizer
 
-
-def merge_refusal(base: str) -> str | None:
-    """Why ``export-adapter --merge`` cannot merge an adapter into ``base`` (None: it can): the composite is
-    no architecture transformers or vLLM know, so a merged folder would serve nowhere an adapter does not."""
-    config = Path(base) / "config.json"
-    try:
-        model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
-    except (OSError, ValueError):
-        return None  # not ours to judge: the merge reports a damaged base itself
-    if model_type != MODEL_TYPE:
-        return None
-    return (f"{base} is the effnet_smollm2 composite (EfficientNet-Lite0 + projector + SmolLM2), no transformers "
-            "or vLLM architecture, so an adapter on it cannot be merged into one model: use the adapter folder "
-            "as it is (eval.py, egohorizon serve, hands detect --model)")

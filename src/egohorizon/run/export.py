@@ -100,7 +100,7 @@ def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = 
     from peft import PeftModel
 
     from egohorizon.backbones import HFBackbone
-    from egohorizon.backbones.effnet_smollm2 import merge_refusal
+    from egohorizon.backbones.composite import merge_refusal
     from egohorizon.checkpoints import read_adapter_meta
     from egohorizon.llm.serving import MERGED_INFO_FILE
 
