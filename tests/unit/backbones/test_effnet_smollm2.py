@@ -68,6 +68,22 @@ def test_a_missing_encoder_file_names_the_install_command(tmp_path):
         EffnetSmolLM2Backbone(image_size=200)
 
 
+def test_the_command_composes_and_instantiates_without_touching_weights(tmp_path):
+    from hydra.utils import instantiate
+    from run_configs import compose_config
+
+    from egohorizon.run.setup import build_model
+
+    cfg = compose_config("train", ["task=hands", "backbone=effnet_smollm2", f"paths.run_dir={tmp_path}",
+                                   f"paths.cache_dir={tmp_path / 'cache'}"])
+    backbone = instantiate(cfg.backbone, _convert_="all")
+    model = build_model(cfg, backbone)
+    assert isinstance(backbone, EffnetSmolLM2Backbone) and backbone.image_size == 224
+    assert backbone.cache_dir == (tmp_path / "cache" / "backbones").resolve() and backbone._folder is None
+    assert model.lora["modules_to_save"] == ["projector"] and model.lora_vision is False  # the finetune file's
+    assert not (tmp_path / "cache").exists()  # nothing built before prepare()
+
+
 @pytest.fixture(scope="module")
 def composite(smollm2_backbone) -> EffnetSmolLM2Backbone:
     """The composite, assembled (or found) in the session's backbone cache beside SmolLM2's folder."""
