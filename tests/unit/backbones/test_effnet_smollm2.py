@@ -68,6 +68,7 @@ def test_a_missing_encoder_file_names_the_install_command(tmp_path):
         EffnetSmolLM2Backbone(image_size=200)
 
 
+@pytest.mark.slow  # ~15 s alone: Hydra, Lightning and the task's modules are imported
 def test_the_command_composes_and_instantiates_without_touching_weights(tmp_path):
     from hydra.utils import instantiate
     from run_configs import compose_config
