@@ -9,7 +9,7 @@ It is a ``PreTrainedModel`` with its own ``model_type`` (``effnet_smollm2``), re
 Auto classes (``register``), so the folder that ``EffnetSmolLM2Backbone`` builds loads like any local
 checkpoint through ``HFBackbone``, and peft, ``save_pretrained`` and ``generate`` work unchanged: the
 training module, eval.py, ``serve`` and the offline jobs take it as one more VLM. It is no architecture that
-transformers or vLLM know, so ``export-adapter --merge`` refuses it (``merge_refusal``).
+transformers or vLLM know, so ``export-adapter --merge`` refuses it (``composite_names.not_servable``).
 
 The encoder's BatchNorm layers stay in inference mode when the model trains: their running statistics are
 part of the frozen base, which the adapter folder does not hold, and batches of a few frames would
@@ -18,8 +18,6 @@ wreck them.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
@@ -27,7 +25,7 @@ from torch import nn
 from transformers import AutoConfig, PretrainedConfig, PreTrainedModel
 from transformers.generation import GenerationMixin
 
-MODEL_TYPE = "effnet_smollm2"  # config.json's model_type of the built folder
+from egohorizon.backbones.composite_names import MODEL_TYPE
 
 
 class EffnetSmolLM2Config(PretrainedConfig):
@@ -151,20 +149,6 @@ class EffnetSmolLM2ForConditionalGeneration(PreTrainedModel, GenerationMixin):
     def prepare_inputs_for_generation(self, *args: Any, **kwargs: Any):
         return self.language_model.prepare_inputs_for_generation(*args, **kwargs)
 
-
-def merge_refusal(base: str) -> str | None:
-    """Why ``export-adapter --merge`` cannot merge an adapter into ``base`` (None: it can): the composite is
-    no architecture transformers or vLLM know, so a merged folder would serve nowhere an adapter does not."""
-    config = Path(base) / "config.json"
-    try:
-        model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
-    except (OSError, ValueError):
-        return None  # not ours to judge: the merge reports a damaged base itself
-    if model_type != MODEL_TYPE:
-        return None
-    return (f"{base} is the effnet_smollm2 composite (EfficientNet-Lite0 + projector + SmolLM2), no transformers "
-            "or vLLM architecture, so an adapter on it cannot be merged into one model: use the adapter folder "
-            "as it is (eval.py, egohorizon serve, hands detect --model)")
 
 
 _registered = False

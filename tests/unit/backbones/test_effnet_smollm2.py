@@ -68,6 +68,21 @@ def test_a_missing_encoder_file_names_the_install_command(tmp_path):
         EffnetSmolLM2Backbone(image_size=200)
 
 
+def test_the_vllm_plan_refuses_an_adapter_on_the_composite_by_name(tmp_path):
+    from egohorizon.llm.serving import plan
+
+    base, adapter = tmp_path / "effnet_smollm2-0123", tmp_path / "last.adapter"
+    base.mkdir()
+    (base / "config.json").write_text(json.dumps({"model_type": "effnet_smollm2"}))
+    adapter.mkdir()
+    (adapter / "adapter_config.json").write_text(json.dumps({"target_modules": ["q_proj"],
+                                                             "modules_to_save": ["projector"]}))
+    (adapter / "egohorizon_adapter.json").write_text(json.dumps({"base_path": str(base), "model_id": "effnet"}))
+    # not "merge it": merging is refused too; the message names what does serve it
+    with pytest.raises(ConfigError, match=r"effnet_smollm2 composite.*cannot be served by vLLM.*egohorizon serve"):
+        plan(str(adapter), tmp_path / "work")
+
+
 @pytest.mark.slow  # ~15 s alone: Hydra, Lightning and the task's modules are imported
 def test_the_command_composes_and_instantiates_without_touching_weights(tmp_path):
     from hydra.utils import instantiate
