@@ -35,8 +35,7 @@ class EffnetSmolLM2Config(PretrainedConfig):
     model_type = MODEL_TYPE
     sub_configs: ClassVar[dict] = {"text_config": AutoConfig}
 
-    def __init__(self, text_config=None, vision_config: dict | None = None, image_token_id: int = 0,
-                 projector_hidden_act: str = "gelu", **kwargs):
+    def __init__(self, text_config=None, vision_config: dict | None = None, image_token_id: int = 0, **kwargs):
         if isinstance(text_config, dict):
             from transformers import CONFIG_MAPPING
 
@@ -44,7 +43,6 @@ class EffnetSmolLM2Config(PretrainedConfig):
         self.text_config = text_config
         self.vision_config = dict(vision_config or {})
         self.image_token_id = image_token_id
-        self.projector_hidden_act = projector_hidden_act
         super().__init__(**kwargs)
 
     @property
