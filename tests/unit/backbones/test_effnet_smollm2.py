@@ -219,3 +219,29 @@ def test_merging_is_refused_by_name(trained, tmp_path):
     with pytest.raises(ConfigError, match="effnet_smollm2.*cannot be merged"):
         merge_adapter(folder, tmp_path / "merged")
     assert not (tmp_path / "merged").exists()
+
+
+@pytest.mark.slow  # the composite's weights
+def test_the_encoders_last_block_trains_when_asked_and_is_saved(composite, batch, tmp_path):
+    from models.hands import HandModule
+
+    torch.manual_seed(0)
+    lora = {**FINETUNE["lora"], "modules_to_save": ["projector", "vision_tower.blocks.6"]}
+    module = HandModule(composite, functools.partial(torch.optim.AdamW, lr=1e-3), lora=lora, lora_vision=False)
+    module.configure_model()
+    block = module.model.base_model.model.vision_tower.blocks[6]
+    before = {k: v.clone() for k, v in block.state_dict().items()}
+    trained = [p for p in module.model.parameters() if p.requires_grad]
+    assert any("vision_tower.blocks.6" in n for n, p in module.model.named_parameters() if p.requires_grad)
+    module._loss(batch).backward()
+    torch.optim.AdamW(trained, lr=1e-3).step()
+    after = block.state_dict()
+    changed = {k for k in before if not torch.equal(before[k], after[k])}
+    assert any(k.endswith("conv_pwl.weight") for k in changed)  # the block's weights moved
+    assert not any("running_" in k for k in changed)  # its BatchNorm statistics did not
+    folder = module.save_adapter(tmp_path / "last.adapter")
+    from safetensors import safe_open
+
+    with safe_open(str(folder / "adapter_model.safetensors"), "pt") as saved:
+        keys = list(saved.keys())
+    assert any("vision_tower.blocks.6" in k for k in keys)
