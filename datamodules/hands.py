@@ -24,7 +24,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
 from egohorizon.backbones.collate import KeyedVisionTextCollator
-from egohorizon.errors import ConfigError
+from egohorizon.errors import ConfigError, DataError
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def clip_images(record: dict, folder: Path | None, times: list[float]) -> list:
                 with Image.open(folder / file) as opened:
                     images.append(np.asarray(opened.convert("RGB")))
             except OSError as error:
-                raise ConfigError(f"clip {record['clip']}: cannot read frame {folder / file} ({error})") from None
+                raise DataError(f"clip {record['clip']}: cannot read frame {folder / file} ({error})") from None
         return images
     from egohorizon.data.demo.hands.clips import clip_from_record
     from egohorizon.data.demo.hands.render import render_hand_frame
@@ -84,7 +84,8 @@ def clip_images(record: dict, folder: Path | None, times: list[float]) -> list:
 
 
 class HandClipSamples(Dataset):
-    """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn or read in the worker)."""
+    """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn or read in the worker); None for
+    a clip with an unreadable frame file, which the collator leaves out and counts."""
 
     def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None, folder: Path | None = None):
         self.items, self.clips, self.mapping, self.prompt, self.folder = items, clips, mapping, prompt, folder
@@ -98,7 +99,13 @@ class HandClipSamples(Dataset):
 
         item = self.items[i]
         record = self.clips[item.id]
-        images = clip_images(record, self.folder, item.frame_times)
+        try:
+            images = clip_images(record, self.folder, item.frame_times)
+        except DataError as error:
+            # A damaged frame file: the clip leaves its batch and is counted there (collate's "skipped";
+            # the module logs <split>/skipped_samples, an unscored held-out clip is scored invalid).
+            log.warning("%s: the clip is skipped", error)
+            return None
         text = render_hands_prompt(item.frame_times, record["duration"], self.mapping.resized, prompt=self.prompt)
         target = render_hand_text(target_boxes(item, self.mapping), item.segments)
         return {"text": text, "images": images, "target": target, "key": item.id}
@@ -209,7 +216,7 @@ class HandsDataModule(TaskDataModule):
         self.mapping = ResizeMapping.for_processor(processor, *sizes.pop())
         for items in self.by_split.values():
             for item in items:
-                item.resized = self.mapping.resized
+                item.resized, item.letterbox = self.mapping.resized, self.mapping.letterbox
 
     def training_corpus(self) -> list[str]:
         """Prompts and targets of the training clips (boxes in frame pixels: same words and digits)."""
@@ -263,7 +270,11 @@ class HandsDataModule(TaskDataModule):
         detector = MediaPipeHands()
         out = []
         for item in items:
-            images = clip_images(self.clips[item.id], self._folder(), item.frame_times)
+            try:
+                images = clip_images(self.clips[item.id], self._folder(), item.frame_times)
+            except DataError as error:
+                log.warning("%s: no MediaPipe boxes for this clip", error)
+                continue
             for t, image in zip(item.frame_times, images):
                 out += [{"clip": item.id, "t": t, "hand": h.hand, "box": list(h.box)} for h in detector.detect(image)]
         return out

@@ -164,7 +164,17 @@ class LoRALanguageModule(L.LightningModule):
             **self._vision(batch),
         ).loss
 
-    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor:
+    def _count_skipped(self, split: str, batch: dict[str, Any]) -> bool:
+        """Logs ``<split>/skipped_samples`` (samples the collator left out: unreadable images; summed over
+        the epoch); False when the batch has nothing left to compute on."""
+        if batch.get("skipped"):
+            self.log(f"{split}/skipped_samples", float(batch["skipped"]), reduce_fx="sum", on_step=False,
+                     on_epoch=True, batch_size=1)
+        return "input_ids" in batch
+
+    def training_step(self, batch: dict[str, Any], batch_idx: int) -> torch.Tensor | None:
+        if not self._count_skipped("train", batch):
+            return None  # Lightning skips backward; the optimizer finds no gradient to apply
         loss = self._loss(batch)
         self.log("train/loss", loss, prog_bar=True, batch_size=batch["input_ids"].shape[0])
         return loss
@@ -176,6 +186,8 @@ class LoRALanguageModule(L.LightningModule):
         self._held_out_loss("test", batch)
 
     def _held_out_loss(self, split: str, batch: dict[str, Any]) -> None:
+        if not self._count_skipped(split, batch):
+            return
         loss = self._loss(batch)
         self.log(f"{split}/loss", loss, sync_dist=True, batch_size=batch["input_ids"].shape[0])
 
@@ -267,6 +279,8 @@ class LoRALanguageModule(L.LightningModule):
         """Raw output texts per input: ``sequences_per_input()`` each, seeded by the batch index, from
         the left-padded prompts and, when the batch has them, the images."""
         per_input = self.sequences_per_input()
+        if "prompt_ids" not in batch:  # every sample was left out (unreadable images): nothing to write
+            return []
         kwargs: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens(batch),
             "num_return_sequences": per_input,

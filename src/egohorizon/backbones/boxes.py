@@ -20,6 +20,12 @@ processors really produce (``image_grid_thw`` x patch size) at several aspect ra
 
 Model boxes are whole pixels (what the model writes); mapping back gives floats in the original
 frame, within half a model pixel / scale of the original box.
+
+A letterboxing processor (``backbone=effnet_smollm2``: its image processor says ``letterbox = True``)
+scales the frame so its longer side fills a square and centres it; the mapping then has one scale per
+axis (the rounded content size over the original) and an offset (the grey band above or left of it):
+
+    model (x, y) = original (x, y) * (content_w / original_w, content_h / original_h) + (left, top)
 """
 
 from __future__ import annotations
@@ -36,12 +42,16 @@ class ResizeMapping:
 
     original: tuple[int, int]
     resized: tuple[int, int]
+    letterbox: bool = False  # the frame is scaled into ``resized`` keeping its aspect ratio, and centred
 
     @classmethod
     def for_processor(cls, processor, height: int, width: int) -> ResizeMapping:
         """The mapping of a ``height`` x ``width`` frame for a Qwen-VL processor (or its image
-        processor)."""
+        processor), or for a letterboxing one (it declares ``letterbox`` and its square ``image_size``)."""
         image_processor = getattr(processor, "image_processor", processor)
+        if getattr(image_processor, "letterbox", False):
+            side = int(image_processor.image_size)
+            return cls((height, width), (side, side), letterbox=True)
         resized = processor_size(image_processor, height, width)
         if resized is None:
             raise ConfigError(f"{type(image_processor).__name__} does not say how it resizes images "
@@ -50,25 +60,41 @@ class ResizeMapping:
         return cls((height, width), (int(resized[0]), int(resized[1])))
 
     @property
+    def content(self) -> tuple[int, int]:
+        """(height, width) of the frame inside the model image: all of it, or the letterbox's scaled frame
+        (``composite_processor.LetterboxImageProcessor.content_size``: the longer side fills the square)."""
+        if not self.letterbox:
+            return self.resized
+        height, width = self.original
+        scale = min(self.resized[0] / height, self.resized[1] / width)
+        return max(1, round(height * scale)), max(1, round(width * scale))
+
+    @property
+    def offset(self) -> tuple[int, int]:
+        """(left, top): where the frame starts in the model image (0, 0 without a letterbox)."""
+        (height, width), (side_h, side_w) = self.content, self.resized
+        return (side_w - width) // 2, (side_h - height) // 2
+
+    @property
     def scale(self) -> tuple[float, float]:
         """(sx, sy): model pixels per original pixel along x and y."""
-        return self.resized[1] / self.original[1], self.resized[0] / self.original[0]
+        return self.content[1] / self.original[1], self.content[0] / self.original[0]
 
     def to_model(self, box: Sequence[float]) -> list[int]:
         """An original-frame box [x1, y1, x2, y2] -> whole model-image pixels, clipped to the image."""
-        sx, sy = self.scale
+        (sx, sy), (left, top) = self.scale, self.offset
         height, width = self.resized
         x1, y1, x2, y2 = box
-        return [_clip(round(x1 * sx), width), _clip(round(y1 * sy), height),
-                _clip(round(x2 * sx), width), _clip(round(y2 * sy), height)]
+        return [_clip(round(x1 * sx + left), width), _clip(round(y1 * sy + top), height),
+                _clip(round(x2 * sx + left), width), _clip(round(y2 * sy + top), height)]
 
     def to_original(self, box: Sequence[float]) -> list[float]:
         """A model-image box -> the original frame's pixels (floats, 0.1 px), clipped to the frame."""
-        sx, sy = self.scale
+        (sx, sy), (left, top) = self.scale, self.offset
         height, width = self.original
         x1, y1, x2, y2 = box
-        return [round(min(max(x1 / sx, 0.0), width), 1), round(min(max(y1 / sy, 0.0), height), 1),
-                round(min(max(x2 / sx, 0.0), width), 1), round(min(max(y2 / sy, 0.0), height), 1)]
+        return [round(min(max((x1 - left) / sx, 0.0), width), 1), round(min(max((y1 - top) / sy, 0.0), height), 1),
+                round(min(max((x2 - left) / sx, 0.0), width), 1), round(min(max((y2 - top) / sy, 0.0), height), 1)]
 
 
 def processor_size(image_processor, height: int, width: int) -> tuple[int, int] | None:

@@ -23,6 +23,11 @@ generation does not see them). Every batch then runs the vision tower: with imag
 ZeRO-3 ranks would all-gather different modules and hang, and DDP with LoRA on the vision tower would
 find parameters unused on some ranks. With ``dummy_image=False``, ``pixel_values``/``image_grid_thw``
 are left out when no sample has an image.
+
+A ``None`` sample (a dataset's answer for an item whose image file is unreadable) is left out of the
+batch, and the batch says how many were: ``skipped`` (an int, only when some were); a batch of nothing
+but such samples is ``{"skipped": n, "ids": []}`` with no tensors, which ``LoRALanguageModule`` counts and
+steps over.
 """
 
 from __future__ import annotations
@@ -52,7 +57,16 @@ class VisionTextCollator:
         self.with_prompts = with_prompts
         self.dummy_image = dummy_image
 
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    def __call__(self, samples: list[dict[str, Any] | None]) -> dict[str, Any]:
+        kept = [s for s in samples if s is not None]
+        if not kept:
+            return {"skipped": len(samples), "ids": []}
+        batch = self.collate(kept)
+        if len(kept) < len(samples):
+            batch["skipped"] = len(samples) - len(kept)
+        return batch
+
+    def collate(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
         import torch
 
         encoded = [self.encode(s) for s in samples]
@@ -131,11 +145,12 @@ class KeyedVisionTextCollator(VisionTextCollator):
         super().__init__(processor, with_prompts=with_prompts)
         self.fields = tuple(fields)
 
-    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+    def __call__(self, samples: list[dict[str, Any] | None]) -> dict[str, Any]:
         batch = super().__call__(samples)
-        batch["ids"] = [s["key"] for s in samples]
+        kept = [s for s in samples if s is not None]
+        batch["ids"] = [s["key"] for s in kept]
         for name in self.fields:
-            batch[name] = [s[name] for s in samples]
+            batch[name] = [s[name] for s in kept]
         return batch
 
 

@@ -150,6 +150,14 @@ def load_pretrained_model(
     return model
 
 
+def register_local_architectures() -> None:
+    """Teaches transformers' Auto classes the architectures this project defines (the effnet_smollm2
+    composite), so their folders load by path like any checkpoint."""
+    from egohorizon.backbones.composite import register
+
+    register()
+
+
 class _friendly_load_errors:
     """Turns 'not found / offline' failures into a ConfigError that says what to do."""
 
@@ -157,6 +165,7 @@ class _friendly_load_errors:
         self.path = path
 
     def __enter__(self):
+        register_local_architectures()
         return self
 
     def __exit__(self, exc_type, exc, tb):

@@ -275,16 +275,10 @@ def in_order(pool: ThreadPoolExecutor, fn, items: Sequence[QAItem], ahead: int) 
 
 def local_is_text_only(backend) -> bool:
     """Whether a local transformers model has no vision tower (its config has no ``vision_config``)."""
-    path = getattr(backend, "path", None)
-    if not path:
-        return False
-    try:
-        from transformers import AutoConfig
+    from egohorizon.bench.context import local_config
 
-        config = AutoConfig.from_pretrained(path, trust_remote_code=getattr(backend, "trust_remote_code", False))
-    except Exception:  # noqa: BLE001 - the backend's own load names the problem
-        return False
-    return getattr(config, "vision_config", None) is None
+    config = local_config(backend)
+    return config is not None and getattr(config, "vision_config", None) is None
 
 
 def outcomes(backend, items: Sequence[QAItem], preparer: Preparer, settings: BenchSettings,
@@ -333,6 +327,10 @@ def run_bench(dataset: str | Path, out: str | Path, model: str, *, base_url: str
         blind = True
     if not blind:
         check_videos(items, settings.videos_root, qa)
+        if not base_url:  # a short context (effnet_smollm2: 8,192 tokens) holds fewer frames: capped, logged
+            from egohorizon.bench.context import capped, local_config
+
+            settings = capped(settings, local_config(backend), backend.model_id)
     prompt = load_prompt(PROMPT_NAMES[settings.protocol])
     run = {"dataset": str(qa.resolve()), "source": source, "model": backend.model_id, "backend": "http" if base_url else "local",
            "protocol": settings.protocol, "prompt": prompt.name, "prompt_version": prompt.version, "extraction": mode,

@@ -163,6 +163,11 @@ def _served(model: str) -> tuple[str, str, dict[str, Any], dict[str, Any] | None
         from egohorizon.checkpoints import read_adapter_meta
 
         meta, config = read_adapter_meta(path), _json(path / "adapter_config.json")
+        from egohorizon.backbones.composite_names import not_servable
+
+        refusal = not_servable(str(meta.get("base_path") or ""), "served by vLLM, merged or not")
+        if refusal:  # before the merge advice: merging is refused for it too
+            raise ConfigError(f"{path}: {refusal}")
         why = needs_merge(config, adapter_weight_names(path))
         if why:
             raise ConfigError(f"{path}: vLLM cannot serve this adapter as a LoRA module: {why}. Merge it into its "

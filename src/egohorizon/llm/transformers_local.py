@@ -68,6 +68,9 @@ class TransformersBackend(LLMBackend):
             raise ConfigError(
                 "the local LLM backend needs torch and transformers (pip install 'egohorizon[train]')"
             ) from error
+        from egohorizon.backbones.hf import register_local_architectures
+
+        register_local_architectures()  # a composite folder (backbone=effnet_smollm2) loads by path too
         kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
         try:
             config = AutoConfig.from_pretrained(self.path, **kwargs)

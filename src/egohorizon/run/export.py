@@ -100,6 +100,7 @@ def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = 
     from peft import PeftModel
 
     from egohorizon.backbones import HFBackbone
+    from egohorizon.backbones.composite_names import not_servable
     from egohorizon.checkpoints import read_adapter_meta
     from egohorizon.llm.serving import MERGED_INFO_FILE
 
@@ -108,6 +109,9 @@ def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = 
     base = base_path or meta.get("base_path") or meta.get("model_id")
     if not base:
         raise DataError(f"{adapter}/egohorizon_adapter.json: names no base model; pass --base PATH")
+    refusal = not_servable(str(base), "merged into one model")
+    if refusal:
+        raise ConfigError(f"{adapter}: {refusal}")
     kind = (meta.get("backbone") or {}).get("model_kind") or "auto"
     backbone = HFBackbone(path=str(base), kind=kind, dtype="bfloat16")
     merged = PeftModel.from_pretrained(backbone.load_model(), str(adapter)).merge_and_unload()

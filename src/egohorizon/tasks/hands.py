@@ -33,6 +33,7 @@ class HandItem:
     frame_times: list[float] = field(default_factory=list)
     original: tuple[int, int] = (0, 0)  # (height, width) of the frames
     resized: tuple[int, int] = (0, 0)  # (height, width) of the image the model saw
+    letterbox: bool = False  # the frame was letterboxed into that image (backbones.boxes.ResizeMapping)
 
 
 def make_judges(names: Mapping[str, str] | None = None, embedder: str = "minilm", threshold: float = 0.75):
@@ -56,7 +57,7 @@ def make_judges(names: Mapping[str, str] | None = None, embedder: str = "minilm"
 def _records(item: HandItem, parse) -> dict[str, Any]:
     from egohorizon.backbones.boxes import ResizeMapping
 
-    mapping = ResizeMapping(tuple(item.original), tuple(item.resized))
+    mapping = ResizeMapping(tuple(item.original), tuple(item.resized), item.letterbox)
     boxes = [{"clip": item.id, "t": t, "hand": hand, "box": mapping.to_original(box)} for t, hand, box in parse.boxes]
     segments = [{"clip": item.id, **s} for s in parse.segments]
     return {"boxes": boxes, "segments": segments, "invalid": parse.invalid}
