@@ -13,6 +13,7 @@ import logging
 import sys
 
 from egohorizon.commands._args import HelpFormatter, use_help_formatter
+from egohorizon.commands._owned import claim_output
 from egohorizon.errors import EgohorizonError
 from egohorizon.schema import RecordError
 
@@ -58,6 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
+        claim_output(args)  # the folder it writes is its own (issue 36), before any work
         return int(args.handler(args) or 0)
     except RecordError as error:
         print(f"error: {error}", file=sys.stderr)
@@ -70,6 +72,10 @@ def main(argv: list[str] | None = None) -> int:
         # they finished (shards, captions, QA items), so the same command line continues the work.
         print("\ninterrupted; rerun the same command to resume", file=sys.stderr)
         return 130  # 128 + SIGINT, what a shell reports for a command killed by Ctrl-C
+    finally:
+        from egohorizon.owned_output import release_all
+
+        release_all()  # the output folders' locks (a test runs many commands in one process)
 
 
 if __name__ == "__main__":

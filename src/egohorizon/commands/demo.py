@@ -8,6 +8,7 @@ import logging
 import sys
 
 from egohorizon.commands._args import bounded_int, out_dir, positive_int, seed
+from egohorizon.commands._owned import declare_output
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write the hand-clip demo's records (clips, boxes, segments, split: docs/hands.md) "
                              "to DIR, the gold `score segments` and `score judges` read")
     parser.set_defaults(handler=run_demo)
+    # A folder with world.json is a demo world (the default one is generated on first use, unmarked).
+    declare_output(parser, run_only=("frames", "frame_count", "frame_size", "check", "hands"), legacy=("world.json",))
 
 
 def run_demo(args: argparse.Namespace) -> int:
