@@ -58,9 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    failed = True
     try:
         claim_output(args)  # the folder it writes is its own (issue 36), before any work
-        return int(args.handler(args) or 0)
+        code = int(args.handler(args) or 0)
+        failed = code != 0
+        return code
     except RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -75,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         from egohorizon.owned_output import release_all
 
-        release_all()  # the output folders' locks (a test runs many commands in one process)
+        release_all(failed)  # the output folders' locks (a test runs many commands in one process)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,7 @@ MARKER = ".egohorizon-output.json"
 LOCK = ".egohorizon-output.lock"
 _HASHED_UP_TO = 64 * 2**20  # an input file's bytes go into the digest up to this size (videos: path and size)
 _held: dict[Path, int] = {}  # folder -> the lock's file descriptor, held until release()
+_created: set[Path] = set()  # folders a claim created (removed again if the command wrote nothing there)
 
 
 class OwnershipError(ConfigError):
@@ -137,6 +138,8 @@ def claim_folder(out: str | os.PathLike, command: str, inputs: Mapping[str, Any]
     input_paths, legacy = list(input_paths), tuple(legacy)
     check_place(out, input_paths, option)
     _check_owner(out, command, inputs, force, flag, option, legacy)
+    if not out.exists():
+        _created.add(out.resolve())
     out.mkdir(parents=True, exist_ok=True)
     _lock(out, command, option, lock_suffix)
     try:
@@ -219,9 +222,17 @@ def release(folder: str | os.PathLike) -> None:
             os.close(fd)
 
 
-def release_all() -> None:
+def release_all(failed: bool = False) -> None:
+    """Lets go of every claim; after a ``failed`` command, a folder its claim created and nothing was written
+    to is removed again (a wrong input must not leave an output folder looking like a result)."""
     for folder in list(_held):
         release(folder)
+    for folder in list(_created):
+        _created.discard(folder)
+        if failed and folder.is_dir() and is_empty(folder):
+            for entry in folder.iterdir():
+                entry.unlink()
+            folder.rmdir()
 
 
 def check_output_file(out: str | os.PathLike, input_paths: Iterable[str | os.PathLike | None],
