@@ -55,20 +55,25 @@ def _file_digest(path: Path) -> dict[str, Any]:
     return entry
 
 
-def describe_inputs(settings: Mapping[str, Any], input_paths: Iterable[str | os.PathLike | None] = ()) -> dict:
-    """What the marker records: ``settings`` as given, and each input path resolved with its file's size and
-    digest (a folder by its path alone: a recording or a run is too big to read here; a name that is no
-    path, such as a hub id, as given)."""
-    paths: dict[str, Any] = {}
-    for raw in input_paths:
-        if raw is None or str(raw) == "":
-            continue
-        path = Path(raw).expanduser()
-        if not path.exists():  # a hub id or a served model's name: as given
-            paths[str(raw)] = {}
-            continue
-        resolved = path.resolve()
-        paths[str(resolved)] = _file_digest(resolved) if resolved.is_file() else {}
+def describe_inputs(settings: Mapping[str, Any], inputs: Mapping[str, Any] | Iterable[Any] = ()) -> dict:
+    """What the marker records: ``settings`` as given, and each input (``{role: path or paths}``, or paths)
+    resolved with its file's size and digest (a folder by its path alone: a recording or a run is too big to
+    read here; a name that is no path, such as a hub id, as given)."""
+    roles = inputs if isinstance(inputs, Mapping) else {"input": list(inputs)}
+    paths: dict[str, dict[str, Any]] = {}
+    for role, values in roles.items():
+        found = {}
+        for raw in values if isinstance(values, (list, tuple)) else [values]:
+            if raw is None or str(raw) == "":
+                continue
+            path = Path(raw).expanduser()
+            if not path.exists():  # a hub id or a served model's name: as given
+                found[str(raw)] = {}
+                continue
+            resolved = path.resolve()
+            found[str(resolved)] = _file_digest(resolved) if resolved.is_file() else {}
+        if found:
+            paths[role] = found
     return {"settings": json.loads(json.dumps(dict(settings), default=str, sort_keys=True)), "paths": paths}
 
 
@@ -180,14 +185,19 @@ def _check_owner(out: Path, command: str, inputs: Mapping[str, Any], force: bool
 
 
 def _difference(before: Mapping[str, Any], now: Mapping[str, Any]) -> str:
-    """The first few settings or input files that differ, for the refusal's message."""
+    """The first few settings or inputs that differ, for the refusal's message."""
     found = []
-    old, new = before.get("settings") or {}, now.get("settings") or {}
-    found += [f"{k}: {old.get(k)!r} there, {new.get(k)!r} now" for k in sorted(set(old) | set(new))
-              if old.get(k) != new.get(k)]
-    old, new = before.get("paths") or {}, now.get("paths") or {}
-    found += [f"input {p} {'changed' if p in old and p in new else 'not used there' if p in new else 'not given now'}"
-              for p in sorted(set(old) | set(new)) if old.get(p) != new.get(p)]
+    for kind in ("settings", "paths"):
+        old, new = before.get(kind) or {}, now.get(kind) or {}
+        for key in sorted(set(old) | set(new)):
+            a, b = old.get(key), new.get(key)
+            if a == b:
+                continue
+            if kind == "paths" and a and b and set(a) == set(b):
+                found.append(f"{key}: {', '.join(p for p in b if a[p] != b[p])} changed since")
+            else:
+                a, b = (", ".join(x) if x else x for x in (a, b)) if kind == "paths" else (a, b)
+                found.append(f"{key}: {a!r} there, {b!r} now")
     return "; ".join(found[:4]) or "another version of the marker"
 
 

@@ -58,7 +58,8 @@ def claim_output(args: argparse.Namespace) -> None:
     from egohorizon.owned_output import check_output_file, claim_folder, describe_inputs
 
     option = "--" + spec.dest.replace("_", "-")
-    inputs = _paths(args, spec.inputs)
+    roles = {name: _paths(args, [name]) for name in spec.inputs}
+    inputs = [path for paths in roles.values() for path in paths]
     if spec.kind == "file":
         check_output_file(out, inputs, option)
         return
@@ -66,6 +67,6 @@ def claim_output(args: argparse.Namespace) -> None:
     skipped = _NOT_SETTINGS | spec.run_only | {spec.dest, force_dest, *spec.inputs}
     settings = {k: v for k, v in sorted(vars(args).items()) if k not in skipped}
     lock = str(getattr(args, spec.lock_by, None) or "").replace("/", "-of-") if spec.lock_by else ""
-    claim_folder(out, spec.command, describe_inputs(settings, inputs), input_paths=inputs,
+    claim_folder(out, spec.command, describe_inputs(settings, roles), input_paths=inputs,
                  force=bool(getattr(args, force_dest, False)), flag=spec.flag, option=option, lock_suffix=lock,
                  legacy=spec.legacy)

@@ -96,7 +96,7 @@ def test_an_edited_input_file_is_another_input(tmp_path):
     (out / "report.json").write_text("{}")
     release_all()
     data.write_text("2\n")
-    with pytest.raises(OwnershipError, match="items.jsonl changed"):
+    with pytest.raises(OwnershipError, match="input: .*items.jsonl changed since"):
         _claim(out, paths=[data])
 
 
