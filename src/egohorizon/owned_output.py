@@ -115,19 +115,20 @@ def carry_marker(folder: Path, staging: Path) -> None:
 def check_place(out: Path, input_paths: Iterable[str | os.PathLike | None], option: str = "--out") -> None:
     """Refuses the current folder (or one above it), an input, or a folder above an input."""
     target = out.expanduser().resolve()
+    named = f"{option}{'' if option.endswith('=') else ' '}{out}"  # "--out DIR", "paths.run_dir=DIR"
     here = Path.cwd().resolve()
     if target == here or target in here.parents:
         where = "the current folder" if target == here else f"a folder above the current folder ({here})"
-        raise OwnershipError(f"{option} {out}: is {where}; writing there could replace what you are working in. "
-                             f"Give {option} a new folder, e.g. {option} {out}/out")
+        raise OwnershipError(f"{named}: is {where}; writing there could replace what you are working in. "
+                             f"Give {option.rstrip('=')} a new folder")
     for raw in input_paths:
         if raw is None or str(raw) == "":
             continue
         source = Path(raw).expanduser().resolve()
         if target == source or target in source.parents:
             what = "is the input" if target == source else "holds the input"
-            raise OwnershipError(f"{option} {out}: {what} {raw}; writing there would replace it. "
-                                 f"Give {option} another folder (no flag allows this)")
+            raise OwnershipError(f"{named}: {what} {raw}; writing there would replace it. "
+                                 f"Give {option.rstrip('=')} another folder (no flag allows this)")
 
 
 def claim_folder(out: str | os.PathLike, command: str, inputs: Mapping[str, Any], *,

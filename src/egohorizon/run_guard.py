@@ -60,7 +60,7 @@ def refuse_foreign_run_dir(argv: list[str]) -> None:
             continue
         folder = Path(value)
         try:
-            check_place(folder, [], key)
+            check_place(folder, [], f"{key}=")
             marker = read_marker(folder) if folder.is_dir() else None
             if marker is not None and marker["command"] != RUN_COMMAND:
                 raise OwnershipError(f"{key}={value}: written by egohorizon {marker['command']}, not a run folder; "

@@ -50,10 +50,11 @@ def run(args: argparse.Namespace) -> int:
     if args.merge:  # both folders are claimed before any model loads
         checkpoint_path = find_checkpoint(args.run_dir, args.ckpt)
         run_dir = Path(args.run_dir) if args.run_dir is not None else run_dir_of(checkpoint_path)
-        adapter = claim_export(default_export_dir(checkpoint_path), checkpoint_path, run_dir, args.base_path,
-                               args.force)
+        adapter = default_export_dir(checkpoint_path)
+        # The merged folder first: a refused --out leaves the run's adapter folder untouched.
         merged = claim_export(Path(args.out) if args.out else adapter.with_suffix(".merged"), checkpoint_path,
                               run_dir, args.base_path, args.force, merged_from=adapter)
+        claim_export(adapter, checkpoint_path, run_dir, args.base_path, args.force)
     folder = export_run_adapter(args.run_dir, args.ckpt, None if args.merge else args.out, args.base_path,
                                 force=args.force)
     info = json.loads((folder / "export.json").read_text())

@@ -35,7 +35,7 @@ def test_the_current_folder_is_refused(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as caught:
         refuse_foreign_run_dir(["train.py", "paths.run_dir=."])
-    assert caught.value.code == 2 and "paths.run_dir .: is the current folder" in capsys.readouterr().err
+    assert caught.value.code == 2 and "paths.run_dir=.: is the current folder" in capsys.readouterr().err
 
 
 def test_run_folders_pass_and_other_commands_outputs_do_not(tmp_path, capsys):
