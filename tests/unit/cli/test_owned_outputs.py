@@ -77,6 +77,8 @@ def test_an_input_folder_is_refused_as_the_output(tmp_path, capsys):
 @pytest.mark.parametrize("argv", [
     ["hands", "detect", "images", "--gold", "{f}", "--out", "{f}"],
     ["caption", "audit", "{f}", "--shards", "shards", "--out", "{f}"],
+    ["score", "qa", "--gold", "gold.jsonl", "--pred", "{f}", "--out", "{f}"],
+    ["export", "egoschema", "--questions", "{f}", "--pred", "p.jsonl", "--out", "{f}"],
 ])
 def test_an_output_file_that_is_an_input_is_refused(argv, tmp_path, capsys):
     data = tmp_path / "b.jsonl"
