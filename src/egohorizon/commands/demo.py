@@ -57,6 +57,11 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.frame_size < 16 or args.frame_count < 1:
         raise ConfigError(f"--frame-size must be >= 16 and --frame-count >= 1, got {args.frame_size}, "
                           f"{args.frame_count}")
+    if args.hands:  # the second folder it writes, claimed as --out is (cli.main) before any work
+        from egohorizon.owned_output import claim_folder, describe_inputs
+
+        claim_folder(args.hands, "demo --hands", describe_inputs({"seed": args.seed}), option="--hands",
+                     legacy=("clips.jsonl",))
     out = Path(args.out) if args.out else default_demo_dir()
     world = build_demo_world(out, seed=args.seed, participants=args.participants, weeks=args.weeks,
                              cue_switches=args.cue_switches)

@@ -57,6 +57,13 @@ def test_every_folder_command_refuses_a_users_folder_even_with_its_flag(name, tm
     assert _listing(user) == ["notes.txt"]
 
 
+def test_demo_hands_refuses_a_users_folder(tmp_path, capsys):
+    user = _user_folder(tmp_path)
+    assert main(["demo", "--out", str(tmp_path / "world"), "--hands", str(user)]) == 2
+    assert f"--hands {user}: a folder that egohorizon demo --hands did not write" in capsys.readouterr().err
+    assert _listing(user) == ["notes.txt"] and not (tmp_path / "world").exists()
+
+
 @pytest.mark.parametrize("name", ["points", "qa answer", "shards build"])
 def test_the_current_folder_is_refused(name, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
