@@ -12,7 +12,7 @@ from dataclasses import dataclass
 # Settings that change how a command runs, not what it writes: a rerun with another value resumes.
 RUN_ONLY = frozenset({"concurrency", "timeout", "workers", "progress", "retry_failed", "max_failures", "limit",
                       "shard_slice", "api_key_env", "batch_size", "device", "verbose", "as_json", "cache",
-                      "allow_failed_days", "wandb_online", "wandb_project", "no_wandb"})
+                      "allow_failed_days", "wandb_online", "wandb_project", "no_wandb", "cache_dir"})
 _NOT_SETTINGS = frozenset({"handler", "owned", "command"})
 
 

@@ -177,3 +177,23 @@ def test_data_convert_refuses_a_folder_with_a_qa_jsonl_it_did_not_write(tmp_path
     (out / "qa.jsonl").write_text("hand-made items\n")
     assert main(["data", "convert", *_egoschema(tmp_path), "--out", str(out)]) == 2
     assert (out / "qa.jsonl").read_text() == "hand-made items\n" and not (out / MARKER).exists()
+
+
+def test_a_later_pipeline_stop_or_another_cache_continues_the_same_folder(tmp_path):
+    from egohorizon.cli import build_parser
+    from egohorizon.commands._owned import claim_output
+    from egohorizon.owned_output import release_all
+
+    out = tmp_path / "run"
+    base = ["pipeline", "recordings", "--captioner", "c", "--abstractor", "a", "--out", str(out)]
+    claim_output(build_parser().parse_args([*base, "--until", "shards"]))
+    (out / "shards").mkdir()
+    release_all()
+    claim_output(build_parser().parse_args([*base, "--until", "points"]))  # its stages resume
+    release_all()
+    answer = ["qa", "answer", "items.jsonl", "--model", "m", "--out", str(tmp_path / "qa")]
+    claim_output(build_parser().parse_args(answer))
+    (tmp_path / "qa" / "report.json").write_text("{}")
+    release_all()
+    claim_output(build_parser().parse_args([*answer, "--cache-dir", str(tmp_path / "cache")]))
+    release_all()
