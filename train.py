@@ -33,7 +33,8 @@ def main(cfg: DictConfig) -> float | None:
 
 
 if __name__ == "__main__":
-    from egohorizon.run_guard import follow_run_dir
+    from egohorizon.run_guard import follow_run_dir, refuse_foreign_run_dir
 
+    refuse_foreign_run_dir(sys.argv)  # before Hydra writes .hydra/ into a folder that is not a run's
     sys.argv = follow_run_dir(sys.argv)  # Hydra's own files (.hydra/, the log) go to paths.run_dir too
     main()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -310,8 +309,9 @@ def load_into_partitioned(module, checkpoint: Checkpoint) -> int:
     return len(trainable)
 
 
-def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
-    """Writes a PEFT adapter folder for ``checkpoint`` into ``out_dir`` (replacing an older export).
+def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path, base: str | None = None) -> Path:
+    """Writes a PEFT adapter folder for ``checkpoint`` into ``out_dir``, replacing only an earlier adapter
+    folder (``owned_output``: one this export or the checkpoint callback marked; never a user's folder).
 
     ``module`` is the run's LightningModule after ``configure_model()``; it must offer
     ``save_adapter(folder)`` (every LoRALanguageModule does). The folder gets an ``export.json`` naming the
@@ -319,6 +319,8 @@ def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
     """
     import shutil
     import tempfile
+
+    from egohorizon.owned_output import ADAPTER_COMMAND, adapter_inputs, replace_folder, write_marker
 
     if not hasattr(module, "save_adapter"):
         raise DataError(f"{type(module).__name__} cannot save an adapter (no save_adapter method)")
@@ -334,9 +336,8 @@ def export_adapter(module, checkpoint: Checkpoint, out_dir: str | Path) -> Path:
         if "deepspeed" in checkpoint.meta:
             info["deepspeed"] = checkpoint.meta["deepspeed"]
         (staging / EXPORT_INFO_FILE).write_text(json.dumps(info, indent=2, default=str) + "\n")
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        os.rename(staging, out_dir)
+        write_marker(staging, ADAPTER_COMMAND, adapter_inputs(checkpoint.path, base))
+        replace_folder(staging, out_dir, ADAPTER_COMMAND)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("adapter of %s (step %s) written to %s", checkpoint.path, checkpoint.global_step, out_dir)

@@ -13,6 +13,7 @@ import logging
 import sys
 
 from egohorizon.commands._args import HelpFormatter, use_help_formatter
+from egohorizon.commands._owned import claim_output
 from egohorizon.errors import EgohorizonError
 from egohorizon.schema import RecordError
 
@@ -57,8 +58,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
+    failed = True
     try:
-        return int(args.handler(args) or 0)
+        claim_output(args)  # the folder it writes is its own (issue 36), before any work
+        code = int(args.handler(args) or 0)
+        failed = code != 0
+        return code
     except RecordError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -70,6 +75,10 @@ def main(argv: list[str] | None = None) -> int:
         # they finished (shards, captions, QA items), so the same command line continues the work.
         print("\ninterrupted; rerun the same command to resume", file=sys.stderr)
         return 130  # 128 + SIGINT, what a shell reports for a command killed by Ctrl-C
+    finally:
+        from egohorizon.owned_output import release_all
+
+        release_all(failed)  # the output folders' locks (a test runs many commands in one process)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,10 @@
   before the run starts, and ``paths.run_dir`` cannot default to Hydra's folder and be Hydra's folder's
   source at once (a cycle). So a ``paths.run_dir=DIR`` on the command line is also given to Hydra as
   ``hydra.run.dir=DIR``: everything of the run lands in DIR.
+- ``refuse_foreign_run_dir``: a ``paths.run_dir=DIR`` (or ``hydra.run.dir=DIR``) that is the current folder,
+  or a non-empty folder that is no run folder (a user's folder, another command's output), is refused
+  before Hydra writes ``.hydra/`` into it (issue 36); a run folder (marked by ``setup_run``, or one from
+  before markers: ``.hydra/``, ``config.yaml``) is a rerun or a resume.
 - ``run_or_exit``: a problem the user can fix (EgohorizonError) ends with ``error: ...`` on stderr and exit
   code 2, no traceback; the run folder is removed when it holds nothing but what the start of the run
   wrote (Hydra's files, the resolved config), else, if this run had started writing to it
@@ -21,9 +25,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from egohorizon.owned_output import MARKER
+
 FAILED = "FAILED"
 # What a run writes before its work starts; a folder holding only these is no run yet.
-START_FILES = {".hydra", "config.yaml", FAILED}
+START_FILES = {".hydra", "config.yaml", FAILED, MARKER}
 _started: set[Path] = set()  # the run folders this process began writing to (setup_run)
 
 
@@ -38,6 +44,34 @@ def follow_run_dir(argv: list[str]) -> list[str]:
         return argv
     last = given[-1]
     return [*argv[: last + 1], "hydra.run.dir=" + argv[last].split("=", 1)[1], *argv[last + 1 :]]
+
+
+RUN_COMMAND = "train.py/eval.py"  # the marker's command in a run folder
+_RUN_SIGNS = (".hydra", "config.yaml", "checkpoints")  # a run folder written before markers existed
+
+
+def refuse_foreign_run_dir(argv: list[str]) -> None:
+    """Exit 2 with a message when a run folder given on the command line may not be written (module doc)."""
+    from egohorizon.owned_output import OwnershipError, check_place, is_empty, read_marker
+
+    for arg in argv[1:]:
+        key, _, value = arg.lstrip("+").partition("=")
+        if key not in ("paths.run_dir", "hydra.run.dir") or not value or "${" in value:
+            continue
+        folder = Path(value)
+        try:
+            check_place(folder, [], f"{key}=")
+            marker = read_marker(folder) if folder.is_dir() else None
+            if marker is not None and marker["command"] != RUN_COMMAND:
+                raise OwnershipError(f"{key}={value}: written by egohorizon {marker['command']}, not a run folder; "
+                                     f"nothing was changed. Give {key} a new folder")
+            if marker is None and not is_empty(folder) and not any((folder / n).exists() for n in _RUN_SIGNS):
+                raise OwnershipError(f"{key}={value}: a folder that train.py / eval.py did not write (no run "
+                                     f"there: no .hydra/, config.yaml or {RUN_COMMAND} marker); nothing was "
+                                     f"changed. Give {key} a new or empty folder (no flag replaces another folder)")
+        except OwnershipError as error:
+            print(f"error: {error}", file=sys.stderr)
+            raise SystemExit(2) from None
 
 
 def run_or_exit(function: Callable[[Any], Any], cfg) -> Any:

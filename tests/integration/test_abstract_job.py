@@ -233,7 +233,7 @@ def test_resume_after_a_torn_write_and_a_refusal_to_mix_models(tmp_path, events_
     assert (out / "events.jsonl").read_bytes() == full
     assert main(["abstract", str(events_file), "--out", str(out), "--levels", "3", "--model", "other",
                  "--base-url", server.url]) == 2
-    assert "abstracted by" in capsys.readouterr().err
+    assert "'other' now" in capsys.readouterr().err  # the folder's marker (issue 36): another model is refused
 
 
 def test_bad_input_lines_are_counted(tmp_path, server, capsys):

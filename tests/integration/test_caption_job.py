@@ -198,9 +198,11 @@ def test_http_job_writes_valid_events_and_reruns_as_a_no_op(shards, tmp_path, ca
         assert {name: (out / name).read_bytes() for name in before} == before
         assert printed_report(capsys)["already_done"] == 6
 
-        # Another model into the same folder would mix captioners: refused, with what to do.
+        # Another model into the same folder would mix captioners: refused, with what to do (since issue 36 by
+        # the folder's marker, before the model is asked anything).
         assert caption(shards, out, "--model", "another-vlm", "--base-url", url) == 2
-        assert "Use another --out folder" in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert "model: 'loopback-vlm' there, 'another-vlm' now" in err and "give --out another folder" in err
 
     # The audit page (issue 11, item 6) reads these events and shards.
     assert main(["caption", "audit", str(out / "events.jsonl"), "--shards", str(shards), "--n", "2",

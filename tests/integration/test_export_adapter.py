@@ -147,6 +147,17 @@ def test_lightning_checkpoint_of_a_toy_run_exports_through_the_cli(tmp_path, rep
     exporting = build_run_module(run, checkpoint, dtype="bfloat16")
     frozen = {p.dtype for p in exporting.parameters() if not p.requires_grad}
     assert frozen == {torch.bfloat16} and {p.dtype for p in exporting.parameters() if p.requires_grad} == {torch.float32}
+    # Issue 36: re-exporting into the run's own adapter folder (AdapterCheckpoint's marker) and into the
+    # earlier export are reruns; a user's folder and the run itself are refused, and nothing is lost.
+    assert main(["export-adapter", str(run)]) == 0 and (saved / "export.json").is_file()
+    assert main(["export-adapter", str(run), "--out", str(exported)]) == 0
+    user = tmp_path / "mine"
+    user.mkdir()
+    (user / "notes.txt").write_text("mine")
+    before = sorted(p.name for p in run.rglob("*"))
+    for out in (user, run, tmp_path):
+        assert main(["export-adapter", str(run), "--out", str(out)]) == 2
+    assert (user / "notes.txt").read_text() == "mine" and sorted(p.name for p in run.rglob("*")) == before
 
 
 def test_a_deepspeed_folder_rewritten_after_an_hpc_checkpoint_is_the_newer(tmp_path):

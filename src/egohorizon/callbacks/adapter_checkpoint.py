@@ -21,6 +21,7 @@ from pathlib import Path
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.trainer.states import TrainerFn
 
+from egohorizon.owned_output import ADAPTER_COMMAND, adapter_inputs, write_marker
 from egohorizon.strategies import is_sharded_strategy
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class AdapterCheckpoint(ModelCheckpoint):
             target = adapter_dir_for(filepath)
             shutil.rmtree(target, ignore_errors=True)  # last.ckpt is rewritten in place
             trainer.lightning_module.save_adapter(target)
+            # The marker export-adapter writes: re-exporting this checkpoint into its own folder is a rerun.
+            write_marker(target, ADAPTER_COMMAND, adapter_inputs(filepath))
         trainer.strategy.barrier("adapter_checkpoint")
 
     def _remove_checkpoint(self, trainer, filepath: str) -> None:

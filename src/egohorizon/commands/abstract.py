@@ -15,6 +15,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,6 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="exit 0 when some days failed and were left out of the hierarchy (they are still "
                              "listed with their error; default: exit status 1)")
     parser.set_defaults(handler=run_abstract)
+    declare_output(parser, inputs=("events", "model"))
 
 
 def run_abstract(args: argparse.Namespace) -> int:

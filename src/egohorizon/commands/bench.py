@@ -19,6 +19,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,6 +71,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--retry-failed", action="store_true",
                      help="answer again the items whose videos failed before (after fixing the files)")
     run.set_defaults(handler=run_bench)
+    # items.jsonl: a run's lines from before markers; bench checks each line's settings itself.
+    declare_output(run, inputs=("dataset", "model", "videos"), legacy=("items.jsonl",))
     _register_forecast(sub)
 
 
@@ -115,6 +118,7 @@ def _register_forecast(sub: argparse._SubParsersAction) -> None:
     forecast.add_argument("--max-failures", type=fraction, default=0.05,
                           help="share of points whose model call may fail before the run fails, 0-1")
     forecast.set_defaults(handler=run_forecast)
+    declare_output(forecast, inputs=("points", "model"), legacy=("predictions.jsonl",))
 
 
 def run_bench(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 
 SUBCOMMANDS = ("run", "merge", "audit", "answer-set")
 
@@ -120,6 +121,7 @@ def _register_run(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--no-progress", dest="progress", action="store_false", default=None,
                      help="log a line every 30 s instead of a progress bar")
     run.set_defaults(handler=run_caption)
+    declare_output(run, inputs=("shards", "model"), lock_by="shard_slice")
 
 
 def _register_audit(sub: argparse._SubParsersAction) -> None:
@@ -136,6 +138,7 @@ def _register_audit(sub: argparse._SubParsersAction) -> None:
                        help="deliberately wrong captions mixed in as quality control (default: the page's own)")
     audit.add_argument("--seed", type=seed, default=0, help="draws the sampled windows and wrong captions")
     audit.set_defaults(handler=run_audit)
+    declare_output(audit, inputs=("events", "shards"), kind="file")
 
 
 def run_caption(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from egohorizon.commands._args import out_dir
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -39,6 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--wandb-online", action="store_true", help="sync to W&B now instead of writing offline")
     parser.add_argument("--no-wandb", action="store_true", help="write the local files only")
     parser.set_defaults(handler=run)
+    declare_output(parser, inputs=("targets", "points"))
 
 
 def run(args: argparse.Namespace) -> int:

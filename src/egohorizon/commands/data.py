@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from egohorizon.commands._args import out_file
+from egohorizon.commands._owned import declare_output
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           help="the participant (needed when several have events on that day)")
     plot_day.add_argument("--out", required=True, type=figure_file, help="the PNG (or .pdf/.svg) to write")
     plot_day.set_defaults(handler=run_plot_day)
+    declare_output(plot_day, inputs=("path",), kind="file")
 
     from egohorizon.commands import data_fetch
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands._args import bounded_int, out_dir
+from egohorizon.commands._owned import declare_output
 
 SOURCES = ("epic-kitchens", "hd-epic", "hd-epic-vqa", "egomonth", "egoschema", "ego4d-lta")  # = sources.ADAPTERS
 ROOTED = ("epic-kitchens", "hd-epic", "hd-epic-vqa")  # found by name under --root
@@ -46,6 +47,8 @@ def register(data_subparsers: argparse._SubParsersAction) -> None:
                         help="hd-epic: HD_EPIC_Narrations.pkl or .csv (default: found under --root); "
                              "narrations become level 1 and activities level 2")
     parser.set_defaults(handler=run_convert)
+    declare_output(parser, inputs=("file", "root", "videos", "questions", "answers", "annotations", "taxonomy",
+                                   "narrations"))
 
 
 def run_convert(args: argparse.Namespace) -> int:
@@ -93,8 +96,8 @@ def _check_inputs(args: argparse.Namespace) -> None:
 
     needed = {"egomonth": (("file", "QA.json (the positional FILE)"), ("videos", "--videos ROOT")),
               "egoschema": (("questions", "--questions questions.json"), ("answers", "--answers subset_answers.json")),
-              "ego4d-lta": (("annotations", "--annotations fho_lta_*.json"), ("taxonomy", "--taxonomy "
-                                                                                      "fho_lta_taxonomy.json"))}
+              "ego4d-lta": (("annotations", "--annotations fho_lta_*.json"), ("taxonomy",
+                                                                                      "--taxonomy fho_lta_taxonomy.json"))}
     for attr, shown in needed.get(args.source, (("root", "--root DIR"),)):
         if not getattr(args, attr):
             raise ConfigError(f"data convert {args.source}: {shown} is required")

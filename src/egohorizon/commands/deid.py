@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from egohorizon.commands._args import out_dir
+from egohorizon.commands._owned import declare_output
 from egohorizon.pipelines.image_folder import IMAGE_SUFFIXES, BadImages, add_allow_bad, image_files, read_rgb  # noqa: F401 (read_rgb: this module's before)
 
 
@@ -28,6 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="names to hide too, one per line (as shards build --deid-names)")
     add_allow_bad(parser)
     parser.set_defaults(handler=run_deid)
+    declare_output(parser, inputs=("images_dir", "names"))
 
 
 def write_rgb(array, path: Path) -> None:

@@ -8,6 +8,7 @@ import logging
 import sys
 
 from egohorizon.commands._args import bounded_int, out_dir, positive_int, seed
+from egohorizon.commands._owned import declare_output
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="also write the hand-clip demo's records (clips, boxes, segments, split: docs/hands.md) "
                              "to DIR, the gold `score segments` and `score judges` read")
     parser.set_defaults(handler=run_demo)
+    # A folder with world.json is a demo world (the default one is generated on first use, unmarked).
+    declare_output(parser, run_only=("frames", "frame_count", "frame_size", "check", "hands"), legacy=("world.json",))
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -54,6 +57,11 @@ def run_demo(args: argparse.Namespace) -> int:
     if args.frame_size < 16 or args.frame_count < 1:
         raise ConfigError(f"--frame-size must be >= 16 and --frame-count >= 1, got {args.frame_size}, "
                           f"{args.frame_count}")
+    if args.hands:  # the second folder it writes, claimed as --out is (cli.main) before any work
+        from egohorizon.owned_output import claim_folder, describe_inputs
+
+        claim_folder(args.hands, "demo --hands", describe_inputs({"seed": args.seed}), option="--hands",
+                     legacy=("clips.jsonl",))
     out = Path(args.out) if args.out else default_demo_dir()
     world = build_demo_world(out, seed=args.seed, participants=args.participants, weeks=args.weeks,
                              cue_switches=args.cue_switches)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands._args import out_dir, out_file
+from egohorizon.commands._owned import declare_output
 
 QA_FORMATS = ("egoschema", "egomonth-csv", "lmms-eval")
 FORECAST_FORMATS = ("ego4d-lta", "lmms-eval")
@@ -73,6 +74,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     egoschema.add_argument("--extraction", choices=EXTRACTION_MODES, default="strict",
                            help="how a reply becomes an answer, as for `score qa --extraction`")
     egoschema.set_defaults(handler=run_egoschema)
+    declare_output(egoschema, inputs=("questions", "pred"), kind="file")
     lta = kinds.add_parser("ego4d-lta", help="Ego4D LTA challenge JSON {clip_uid_idx: {verb, noun}}",
                            description="Ego4D long-term anticipation's challenge file: per point 5 candidate "
                                        "sequences of Z verb and noun class indices.")
@@ -83,6 +85,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     lta.add_argument("--out", type=out_file, required=True, help="the challenge .json to write")
     lta.add_argument("--lta-unknown", choices=("refuse", "repeat"), default="refuse", help=UNKNOWN_HELP)
     lta.set_defaults(handler=run_lta)
+    declare_output(lta, inputs=("points", "pred", "taxonomy"), kind="file")
 
 
 # ------------------------------------------------------------------------- the export subcommand

@@ -30,24 +30,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "docs/scale-out.md); the adapter itself goes to <checkpoint>.adapter")
     parser.add_argument("--base", dest="base_path", default=None,
                         help="the base model (hub id or folder) when the one the checkpoint records has moved")
+    parser.add_argument("--force", action="store_true",
+                        help="replace an adapter (or merged) folder this command wrote from another checkpoint or "
+                             "base (never a folder it did not write)")
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     import json
+    from pathlib import Path
 
+    from egohorizon.checkpoints import default_export_dir, find_checkpoint, run_dir_of
     from egohorizon.errors import ConfigError
-    from egohorizon.run.export import export_run_adapter
+    from egohorizon.run.export import claim_export, export_run_adapter
 
     if args.run_dir is None and args.ckpt is None:
         raise ConfigError("export-adapter: give a run folder, or --ckpt")
-    folder = export_run_adapter(args.run_dir, args.ckpt, None if args.merge else args.out, args.base_path)
+    merged = None
+    if args.merge:  # both folders are claimed before any model loads
+        checkpoint_path = find_checkpoint(args.run_dir, args.ckpt)
+        run_dir = Path(args.run_dir) if args.run_dir is not None else run_dir_of(checkpoint_path)
+        adapter = default_export_dir(checkpoint_path)
+        # The merged folder first: a refused --out leaves the run's adapter folder untouched.
+        merged = claim_export(Path(args.out) if args.out else adapter.with_suffix(".merged"), checkpoint_path,
+                              run_dir, args.base_path, args.force, merged_from=adapter)
+        claim_export(adapter, checkpoint_path, run_dir, args.base_path, args.force)
+    folder = export_run_adapter(args.run_dir, args.ckpt, None if args.merge else args.out, args.base_path,
+                                force=args.force)
     info = json.loads((folder / "export.json").read_text())
     print(f"adapter: {folder}")
     print(f"from {info['kind']} checkpoint {info['checkpoint']} (global step {info['global_step']})")
-    if args.merge:
+    if merged is not None:
         from egohorizon.run.export import merge_adapter
 
-        merged = merge_adapter(folder, args.out or folder.with_suffix(".merged"), args.base_path)
+        merge_adapter(folder, merged, args.base_path)
         print(f"merged model (bfloat16): {merged}")
     return 0

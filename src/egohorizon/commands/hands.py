@@ -21,6 +21,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 from egohorizon.pipelines.image_folder import add_allow_bad, damaged_shards_status
 
 MODELS = ("mediapipe", "mediapipe-defaults")
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_allow_bad(detect)
     _add_model(detect)
     detect.set_defaults(handler=run_detect)
+    declare_output(detect, inputs=("images", "gold"), kind="file")
     label = sub.add_parser("label", help="box records for every frame of a shard folder (pseudo-labels)",
                            description='Gold-format records {"clip": window, "frame": 30 fps index from the '
                                        'window start, "hand", "box", "grid", "score", "source"} in the shard '
@@ -53,6 +55,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_allow_bad(label)
     _add_model(label)
     label.set_defaults(handler=run_label)
+    declare_output(label, inputs=("shards",), kind="file")
     clips = sub.add_parser("clips", help="a training clip folder from shard frames and their pseudo-labels",
                            description="Cuts every shard window into short clips, writes their frames (one size) "
                                        "and the label records of `hands label` as the clip folder the hands "
@@ -67,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     clips.add_argument("--seed", type=seed, default=0, help="draws the held-out days")
     add_allow_bad(clips)
     clips.set_defaults(handler=run_clips)
+    declare_output(clips, inputs=("shards", "labels"))
     aria = sub.add_parser("aria", help="score the detector against an Aria gen2 recording's own hand tracking",
                           description="The device's 21 hand landmarks per hand, projected into each RGB frame "
                                       "through the calibration, give real left/right boxes without annotation; "
@@ -75,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     aria.add_argument("--out", type=out_file, help="also write the per-frame gold and found boxes (JSON)")
     _add_model(aria)
     aria.set_defaults(handler=run_aria)
+    declare_output(aria, inputs=("vrs",), kind="file")
 
 
 def _add_model(parser: argparse.ArgumentParser) -> None:

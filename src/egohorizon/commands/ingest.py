@@ -7,6 +7,7 @@ from pathlib import Path
 
 from egohorizon.commands import write_result
 from egohorizon.commands._args import nonneg_float, out_dir, positive_float
+from egohorizon.commands._owned import declare_output
 
 
 def day_arg(value: str) -> str:
@@ -96,7 +97,10 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--day", type=day_arg, help="calendar day YYYY-MM-DD (default: from the recording's clock)")
     parser.add_argument("--session", help="session id (default: the file name)")
     parser.add_argument("--rate", type=nonneg_float, default=1.0, help="frames per second to keep (default 1; 0: all)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an existing folder")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing recording folder written by this command (never another folder)")
+    declare_output(parser, inputs=("vrs", "mps", "gaze", "hands", "trajectory", "speech", "video"),
+                   flag="--overwrite", add_flag=False, legacy=("recording.json",))
 
 
 def _summary(recording, **extra) -> None:

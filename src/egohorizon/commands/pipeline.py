@@ -15,6 +15,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -78,6 +79,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              "the report says which (default: the points stage refuses)")
     parser.add_argument("--seed", type=seed, default=0, help="seed of every stage (sampling, day split)")
     parser.set_defaults(handler=run_pipeline)
+    # --until: a later stop continues the same run folder (its stages resume).
+    declare_output(parser, inputs=("recordings", "demo_dir", "captioner", "abstractor"), run_only=("until",))
 
 
 def chain_settings(args: argparse.Namespace):

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from egohorizon.commands._args import bounded_int, fraction, nonneg_int, out_dir, positive_int, seed
+from egohorizon.commands._owned import declare_output
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="write the points although a split (e.g. val or test of a run with too few days) "
                              "holds none; a warning says which (default: refuse)")
     parser.set_defaults(handler=run_points)
+    declare_output(parser, inputs=("events", "splits"))
 
 
 def run_points(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ from egohorizon.commands._args import (
     positive_int,
     seed,
 )
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -44,6 +45,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                           "their own: val and test items stay the same bytes (default 0)")
     gen.add_argument("--seed", type=seed, default=0, help="draws the held-out days and the items")
     gen.set_defaults(handler=run_generate)
+    declare_output(gen, inputs=("world", "split_file"), kind="file")
     _register_answer(sub)
     _register_serve(sub)
 
@@ -79,6 +81,7 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
                         help="the first N items of each task type of the split, in file order (a stratified quick "
                              "look, e.g. at HD-EPIC VQA's 28 prototypes); applied before --limit")
     answer.set_defaults(handler=run_answer)
+    declare_output(answer, inputs=("items", "model", "events", "world"))
 
 
 def _register_serve(sub: argparse._SubParsersAction) -> None:

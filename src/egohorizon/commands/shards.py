@@ -15,6 +15,7 @@ from egohorizon.commands._args import (
     positive_float,
     positive_int,
 )
+from egohorizon.commands._owned import declare_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -55,6 +56,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                        help="do not OCR the windows' on-screen text (a captioner input; read from the "
                             "de-identified frames, the first frame of every 10 s)")
     build.set_defaults(handler=run_build)
+    declare_output(build, inputs=("ingested", "events", "demo_dir", "deid_names"))
 
     stats = sub.add_parser("stats", help="what a shard folder holds (from index.json)")
     stats.add_argument("path", help="the shard folder or its index.json")

@@ -23,6 +23,14 @@ from egohorizon.checkpoints import (
     run_dir_of,
 )
 from egohorizon.errors import ConfigError, DataError
+from egohorizon.owned_output import (
+    ADAPTER_COMMAND,
+    MERGED_COMMAND,
+    adapter_inputs,
+    claim_folder,
+    replace_folder,
+    write_marker,
+)
 
 log = logging.getLogger(__name__)
 
@@ -66,11 +74,14 @@ def build_run_module(run_dir: Path, checkpoint: Checkpoint, base_path: str | Non
 
 
 def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = None, out: str | Path | None = None,
-                       base_path: str | None = None) -> Path:
+                       base_path: str | None = None, force: bool = False) -> Path:
     """Finds the checkpoint (``ckpt``, else the run's newest), converts it, writes the adapter to ``out``
-    (default: beside the checkpoint, ``<name>.adapter``). Returns the adapter folder."""
+    (default: beside the checkpoint, ``<name>.adapter``). ``out`` is claimed before the model is built
+    (``claim_export``). Returns the adapter folder."""
     checkpoint_path = find_checkpoint(run_dir, ckpt)
     run_dir = Path(run_dir) if run_dir is not None else run_dir_of(checkpoint_path)
+    target = Path(out) if out else default_export_dir(checkpoint_path)
+    claim_export(target, checkpoint_path, run_dir, base_path, force)
     checkpoint = read_checkpoint(checkpoint_path)
     log.info("%s: %s checkpoint at step %s", checkpoint_path, checkpoint.kind, checkpoint.global_step)
     # The base in bfloat16: only the trainable weights are written, and a 7B base in float32 took ~30 GB.
@@ -79,7 +90,18 @@ def export_run_adapter(run_dir: str | Path | None, ckpt: str | Path | None = Non
         from egohorizon.run.answer_set import run_answer_set
 
         module.set_answers(run_answer_set(run_dir))
-    return export_adapter(module, checkpoint, Path(out) if out else default_export_dir(checkpoint_path))
+    return export_adapter(module, checkpoint, target, base_path)
+
+
+def claim_export(out: Path, checkpoint_path: Path, run_dir: Path, base_path: str | None = None,
+                 force: bool = False, merged_from: Path | None = None) -> Path:
+    """``out`` as the adapter folder of ``checkpoint_path`` (or, with ``merged_from``, as the model merged
+    from that adapter): refused if it is the run, holds it, is the current folder, or a folder that
+    export-adapter (or the checkpoint callback) did not write (issue 36: ``--out .`` emptied the folder)."""
+    command, inputs = ADAPTER_COMMAND, adapter_inputs(checkpoint_path, base_path)
+    if merged_from is not None:
+        command, inputs = MERGED_COMMAND, adapter_inputs(merged_from, base_path)
+    return claim_folder(out, command, inputs, input_paths=[run_dir, checkpoint_path], force=force)
 
 
 # What a merged folder keeps of its adapter: the prompt it was trained with, its settings, its answers.
@@ -127,9 +149,8 @@ def merge_adapter(adapter: str | Path, out: str | Path, base_path: str | None = 
                 shutil.copy2(path, staging / path.name)
         info = {"adapter": str(adapter.resolve()), "base": str(base), "dtype": "bfloat16"}
         (staging / MERGED_INFO_FILE).write_text(json.dumps(info, indent=2) + "\n")
-        if out.exists():
-            shutil.rmtree(out)
-        staging.rename(out)
+        write_marker(staging, MERGED_COMMAND, adapter_inputs(adapter, base_path))
+        replace_folder(staging, out, MERGED_COMMAND)  # only a merged folder of this command is replaced
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("%s merged into %s: %s", adapter, base, out)

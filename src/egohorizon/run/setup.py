@@ -24,7 +24,8 @@ def setup_run(cfg: DictConfig) -> Path:
     import lightning as L
     from lightning.pytorch.utilities import rank_zero_only
 
-    from egohorizon.run_guard import mark_started
+    from egohorizon.owned_output import describe_inputs, write_marker
+    from egohorizon.run_guard import RUN_COMMAND, mark_started
 
     _quiet_libraries()
     L.seed_everything(cfg.seed, workers=True)
@@ -33,6 +34,7 @@ def setup_run(cfg: DictConfig) -> Path:
     mark_started(run_dir)
     if rank_zero_only.rank == 0:
         (run_dir / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
+        write_marker(run_dir, RUN_COMMAND, describe_inputs({}))  # a run folder: train.py/eval.py may write it again
     return run_dir
 
 

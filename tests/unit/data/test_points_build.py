@@ -116,5 +116,6 @@ def test_points_command(tmp_path, capsys):
     assert main(args[:4] + [str(again), "--splits", str(out / "splits.json"), "--levels", "1",
                             "--context", "5", "--max-points", "4"]) == 0
     assert (again / "points_test.jsonl").read_text() == (out / "points_test.jsonl").read_text()
-    assert main(args[:4] + [str(again), "--splits", str(out / "splits.json"), "--val-frac", "0.2"]) == 2
+    mixed = tmp_path / "mixed"  # a new folder: into `again` the other inputs are refused first (issue 36)
+    assert main(args[:4] + [str(mixed), "--splits", str(out / "splits.json"), "--val-frac", "0.2"]) == 2
     assert "--val-frac would be ignored" in capsys.readouterr().err

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands._args import bounded_float, bounded_int, positive_float, positive_int, seed
+from egohorizon.commands._owned import declare_output
 from egohorizon.commands.export import FORECAST_FORMATS, QA_FORMATS, add_export_options
 
 
@@ -209,6 +210,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agreement.add_argument("--out", default=None, help="write the report as JSON here")
     agreement.add_argument("--plot", default=None, help="write the score histogram as a PNG here")
     agreement.set_defaults(handler=_lazy("agreement", "run_agreement"))
+    for task in (forecast, table, qa, segments, captions, boxes, judges, agreement):
+        declare_output(task, inputs=("gold", "pred"), kind="file")  # a report over its own predictions: refused
 
 
 def add_llm_judge_options(parser: argparse.ArgumentParser) -> None:

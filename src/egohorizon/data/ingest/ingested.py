@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import DataError
+from egohorizon.owned_output import carry_marker, is_empty
 from egohorizon.schema import Recording, iter_json_lines
 
 RECORDING_FILE = "recording.json"
@@ -224,7 +225,8 @@ class RecordingWriter:
 
     def __init__(self, out_dir: str | os.PathLike, *, jpeg_quality: int = 95, overwrite: bool = False):
         self.out_dir = Path(out_dir)
-        if self.out_dir.exists() and not overwrite:
+        # A folder holding only the command's claim (owned_output: marker and lock) is a new one.
+        if not is_empty(self.out_dir) and not overwrite:
             raise DataError(f"{self.out_dir}: already exists (pass --overwrite to replace it)")
         self.tmp_dir = self.out_dir.with_name(f".{self.out_dir.name}.tmp-{os.getpid()}")
         shutil.rmtree(self.tmp_dir, ignore_errors=True)
@@ -272,6 +274,7 @@ class RecordingWriter:
         (self.tmp_dir / RECORDING_FILE).write_text(
             json.dumps(recording.to_dict(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
         if self.out_dir.exists():
+            carry_marker(self.out_dir, self.tmp_dir)
             shutil.rmtree(self.out_dir)
         self.out_dir.parent.mkdir(parents=True, exist_ok=True)
         os.replace(self.tmp_dir, self.out_dir)
