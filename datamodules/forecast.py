@@ -108,6 +108,7 @@ class ForecastDataModule(TaskDataModule):
         self.convert_from = dict(convert_from) if convert_from else None
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
+        self.history = None  # metrics.habits.HabitHistory of the split's training days, when events are at hand
         self.tokenizer = None
         self._datasets: dict[str, Dataset] = {}
 
@@ -130,6 +131,10 @@ class ForecastDataModule(TaskDataModule):
             for name in SPLITS:  # a point in the wrong file is caught as a target day of another split
                 check_points(points[name], events, split, expected_split=name)
         self.points, self.split = points, split
+        if events is not None and split is not None:  # learned from the training days only (SPEC §1)
+            from egohorizon.metrics.habits import learn_habits
+
+            self.history = learn_habits(events, split.days_in("train"), source=self.source)
         counts = ", ".join(f"{name} {len(points[name])}" for name in SPLITS)
         log.info(
             "forecast points: %s (levels %s, K %s, context %d)", counts, self.levels, self.ks, self.n_context
@@ -372,6 +377,17 @@ class ForecastDataModule(TaskDataModule):
             return sum(len(p.context) for p in points) / len(points) if points else None
         items = dataset.items
         return sum(i["context_kept"] for i in items) / len(items) if items else None
+
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """The habit baselines' training-day history (SPEC §1), and for the test slot the validation points
+        that choose the strongest rival; none for points read from a file (no day split at hand)."""
+        self.prepare_points()
+        if self.history is None:
+            return {}
+        options: dict[str, Any] = {"history": self.history}
+        if split == "test" and self.points.get("val"):
+            options["validation_points"] = self.points["val"]
+        return options
 
     def eval_items(self, name: str) -> dict[str, ForecastPoint]:
         """The held-out points of a split by id (what the evaluation callback scores)."""

@@ -165,3 +165,23 @@ def test_the_evaluated_split_and_a_points_file_are_constructor_arguments(events_
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ConfigError, match="holds no forecast points"):
         _datamodule(events_file, points_file=str(tmp_path / "empty.jsonl")).prepare_points()
+
+
+def test_eval_options_hand_the_habit_baselines_the_training_days_only(events_file):
+    from egohorizon.metrics.habits import learn_habits
+    from egohorizon.schema import Event
+
+    datamodule = _datamodule(events_file)
+    points = datamodule.prepare_points()
+    options = datamodule.eval_options("test")
+    assert options["validation_points"] == points["val"]
+    assert "validation_points" not in datamodule.eval_options("val")
+    events = load_jsonl(events_file, Event)
+    train_days = datamodule.split.days_in("train")
+    assert options["history"] == learn_habits(events, train_days)
+    held_out = [e for e in events if (e.participant, e.day) not in train_days]
+    assert held_out and options["history"].n_train_events == len(events) - len(held_out)
+    # points read from a file have no day split: no history, so no habit baseline is computed
+    path = events_file.parent / "few_points.jsonl"
+    write_jsonl(path, points["test"][:2])
+    assert _datamodule(events_file, points_file=str(path)).eval_options("test") == {}
