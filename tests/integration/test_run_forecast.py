@@ -93,6 +93,10 @@ def test_training_run_writes_everything_a_run_folder_promises(trained):
         assert key in test_metrics
     header = (run / "csv" / "metrics.csv").read_text().splitlines()[0]
     assert "test/forecast_S_norm_L3_K1" in header and "train/loss" in header
+    # the habit baselines (issue 38) beside the model, and its difference to the strongest of them
+    assert {"test/markov_S_norm_L3_K1", "test/time_of_day_no_clock", "test/frequency_all_S_L3_K10"} <= set(test_metrics)
+    assert all("markov_S_norm" in row and row["vs_strongest"]["rule"] for row in metrics["summary"])
+    assert "Habit baselines" in metrics["summary_text"] and "Trained model minus the strongest" in metrics["summary_text"]
     assert (run / "reports" / "test_examples.md").read_text().startswith("| id |")
 
 
@@ -116,7 +120,9 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
     ).read_text()
     assert "test/forecast_S_L3_K1" in results[0]["metrics"]
     report = json.loads((tmp_path / "eval_a" / "report.json").read_text())
-    assert {"model", "repeat_last"} <= set(report["reports"])
+    assert {"model", "repeat_last", "frequency", "markov", "time_of_day", "markov_all"} <= set(report["reports"])
+    assert load_jsonl(tmp_path / "eval_a" / "predictions" / "markov.jsonl", ForecastPrediction)
+    assert "Trained model minus the strongest" in results[0]["text"]
 
 
 def test_baselines_alone_need_no_model(trained):
@@ -135,6 +141,19 @@ def test_baselines_alone_need_no_model(trained):
     assert result["model_id"] is None
     assert set(result["metrics"]) >= {"test/repeat_last_S_L3_K1", "test/random_S_L3_K1"}
     assert not any("forecast_" in k for k in result["metrics"])
+
+
+def test_habit_baselines_alone_learn_from_the_run_s_training_days(trained):
+    tmp_path, events, _, _ = trained
+    overrides = [*toy_overrides(events, tmp_path, "habits"), "predictors=[frequency,markov,random]",
+                 "embedder=exact", "data.levels=[3]", "data.ks=[1]"]
+    result = evaluate_run(compose_config("eval", overrides))
+    assert {"test/frequency_S_norm_L3_K1", "test/markov_no_history", "test/random_S_L3_K1"} <= set(result["metrics"])
+    assert not any("repeat_last_" in k or "time_of_day" in k for k in result["metrics"])
+    assert set(result["reports"]) == {"frequency", "markov"}
+    rows = load_jsonl(tmp_path / "habits" / "predictions" / "markov.jsonl", ForecastPrediction)
+    assert rows and all(1 <= len(r.candidates) <= 3 for r in rows)
+    assert "markov" in result["text"]
 
 
 def test_context_and_level_studies_write_a_table_and_a_plot(trained):
