@@ -83,7 +83,8 @@ class ForecastDataModule(TaskDataModule):
         """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
         ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
         ``split_file``: a day split file (``splits.json``, a run's ``split.json``) used instead of one
-        drawn from the fractions and seed (eval.py passes the evaluated run's own);
+        drawn from the fractions and seed (eval.py passes the evaluated run's own); with ``points_file``
+        only its training days are read, for the habit baselines (``eval_options``);
         ``convert_from``: ``{source, root}``, a real data set converted into ``events`` on first use
         (``egohorizon.data.sources.on_first_use``), so its experiment needs no path typed."""
         super().__init__()
@@ -159,6 +160,12 @@ class ForecastDataModule(TaskDataModule):
             self.points_file,
         )
         self.points = {"train": [], "val": [], "test": points}
+        if self.split_file:  # the evaluated run's own day split: the habit baselines learn its training days
+            from egohorizon.data.splits import DaySplit
+            from egohorizon.metrics.habits import learn_habits
+
+            train_days = DaySplit.load(self.split_file).days_in("train")
+            self.history = learn_habits(self.load_events(), train_days, source=self.source)
         return self.points
 
     def load_events(self) -> list[Event]:

@@ -43,7 +43,7 @@ def habit_candidates(name: str, points: Sequence[ForecastPoint], history: HabitH
 def score_habits(points: Sequence[ForecastPoint], history: HabitHistory, embedder, names=HABIT_PREDICTORS,
                  **options: Any) -> tuple[dict[str, dict], dict[str, dict]]:
     """``score_forecasts`` reports of the habit baselines on ``points`` (each group and ``overall`` with
-    ``no_history`` and ``no_clock``; ``per_point`` kept to ``id, S, S_rand`` for paired intervals), and
+    ``no_history`` and ``no_clock``; ``per_point`` kept to ``id, S, S_rand`` and the group for paired intervals), and
     their candidates (name -> point id -> candidates or None)."""
     from egohorizon.metrics.forecast import score_forecasts
 
@@ -61,7 +61,8 @@ def score_habits(points: Sequence[ForecastPoint], history: HabitHistory, embedde
 
 def slim(report: dict[str, Any]) -> dict[str, Any]:
     """A baseline's report with per-point rows cut to what a paired interval needs."""
-    rows = [{"id": r["id"], "S": r["S"], "S_rand": r["S_rand"]} for r in report.get("per_point", [])]
+    keep = ("id", "S", "S_rand", "source", "level", "k")
+    rows = [{f: r[f] for f in keep if f in r} for r in report.get("per_point", [])]
     return {**report, "per_point": rows}
 
 

@@ -185,3 +185,18 @@ def test_eval_options_hand_the_habit_baselines_the_training_days_only(events_fil
     path = events_file.parent / "few_points.jsonl"
     write_jsonl(path, points["test"][:2])
     assert _datamodule(events_file, points_file=str(path)).eval_options("test") == {}
+
+
+def test_a_points_file_with_the_run_s_split_file_gets_its_training_days(events_file, tmp_path):
+    from egohorizon.metrics.habits import learn_habits
+    from egohorizon.schema import Event
+
+    datamodule = _datamodule(events_file, tmp_path)
+    points = datamodule.prepare_points()
+    write_jsonl(tmp_path / "few.jsonl", points["test"][:2])
+    from_file = _datamodule(events_file, points_file=str(tmp_path / "few.jsonl"),
+                            split_file=str(tmp_path / "points" / "splits.json"))
+    options = from_file.eval_options("test")
+    assert "validation_points" not in options  # no validation points at hand: no strongest rival chosen
+    train_days = datamodule.split.days_in("train")
+    assert options["history"] == learn_habits(load_jsonl(events_file, Event), train_days)
