@@ -1,13 +1,12 @@
 """``--history EVENTS.jsonl --split SPLIT.json`` of ``score forecast-table`` and ``bench forecast``: the
 events the points were built from and the run's day split, from which the habit baselines (SPEC §1) learn
-the training days only. Without them those commands print ``NOT_COMPUTED``."""
+the training days only. Without them those commands print ``tasks.forecast_habits.NOT_COMPUTED``.
+Only argparse at import: ``egohorizon --help`` loads nothing else."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-
-NOT_COMPUTED = "habit baselines: not computed (no --history)"
 
 
 def add_history_arguments(parser: argparse.ArgumentParser) -> None:

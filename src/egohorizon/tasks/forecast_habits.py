@@ -21,6 +21,7 @@ from egohorizon.schema import ForecastPoint
 RULE_VALIDATION = "highest S_norm on the validation days"
 RULE_SAME_POINTS = "highest S_norm on these same points (no validation figures given: favours the baseline)"
 N_BOOT = 2000
+NOT_COMPUTED = "habit baselines: not computed (no --history)"  # the commands that read only points files
 
 
 def _group_key(row: Mapping[str, Any]) -> tuple[str, int, int]:
@@ -161,3 +162,29 @@ def format_habit_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
         group = f"{row['source']} L{row['level']} K{row['k']}"
         lines.append(f"{group:>18}" + "".join(f" | {cell(row, name)}" for name in names))
     return lines
+
+
+def habit_summary(evaluation) -> dict[str, Any]:
+    """For a command that scores points files only (``bench forecast``): the habit baselines' ``overall``
+    and ``groups`` and the model's difference to the strongest, chosen on these same points (no validation
+    figures at hand, said in each row's ``rule``)."""
+    reports = {name: evaluation.baselines[name] for name in HABIT_PREDICTORS if name in evaluation.baselines}
+    if not reports:
+        return {"habits": None, "vs_strongest": []}
+    versus = versus_strongest(evaluation.report, evaluation.baselines, strongest_by_group(evaluation.baselines),
+                              rule=RULE_SAME_POINTS)
+    return {"habits": {n: {"overall": r["overall"], "groups": r["groups"]} for n, r in reports.items()},
+            "vs_strongest": versus}
+
+
+def format_habit_summary(summary: Mapping[str, Any]) -> list[str]:
+    """``habit_summary``'s lines: one per habit baseline and group, then the difference to the strongest."""
+    if not summary.get("habits"):
+        return [NOT_COMPUTED]
+    lines = ["habit baselines (training days of --split only): S_norm (S), no_history points, no_clock slots"]
+    for name, report in summary["habits"].items():
+        for g in report["groups"]:
+            norm = "n/a" if g["S_norm"] is None else f"{g['S_norm']:.3f}"
+            lines.append(f"  {name:>13} {g['source']} L{g['level']} K={g['k']}: {norm} ({g['S']:.3f}), "
+                         f"{g['no_history']}, {g['no_clock']}")
+    return lines + format_versus(summary["vs_strongest"])

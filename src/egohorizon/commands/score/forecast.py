@@ -65,9 +65,8 @@ def run_forecast_table(args: argparse.Namespace) -> int:
 def habit_table_inputs(points, history, predictions: dict) -> tuple[list[str], dict]:
     """Adds the habit baselines' candidates to ``predictions`` (when ``history``); returns the lines that
     say what they are (or that they were not computed) and their no_history / no_clock counts."""
-    from egohorizon.commands.habit_args import NOT_COMPUTED
     from egohorizon.metrics.habits import HABIT_PREDICTORS
-    from egohorizon.tasks.forecast_habits import habit_candidates
+    from egohorizon.tasks.forecast_habits import NOT_COMPUTED, habit_candidates
 
     if history is None:
         return [NOT_COMPUTED], {}
