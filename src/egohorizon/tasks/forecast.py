@@ -74,7 +74,7 @@ def evaluate(
     paired difference to the strongest rival of each group, chosen on those validation points.
     """
     from egohorizon.metrics.forecast import score_forecasts
-    from egohorizon.tasks.forecast_habits import habit_metrics, score_habits, slim
+    from egohorizon.tasks.forecast_habits import score_habits, slim
 
     options = {"n_random_draws": n_random_draws, "seed": seed, "max_candidates": max_candidates}
     report = score_forecasts(points, candidates, embedder, **options)
@@ -85,7 +85,9 @@ def evaluate(
     if history is not None:
         habits, _ = score_habits(points, history, embedder, **options)
         baselines.update(habits)
-        metrics.update(habit_metrics(habits, split))
+        for name, habit in habits.items():  # keys as repeat-last's, plus the counts SPEC §1 reports beside them
+            metrics.update(flat_metrics(habit, split, name, with_random=False))
+            metrics.update({f"{split}/{name}_{f}": float(habit["overall"][f]) for f in ("no_history", "no_clock")})
         if validation_points:
             report["vs_strongest"] = _versus_strongest(report, baselines, validation_points, history, embedder,
                                                        options)

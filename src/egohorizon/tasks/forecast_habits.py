@@ -130,18 +130,6 @@ def habit_columns(evaluation_baselines: Mapping[str, Mapping[str, Any]], key: tu
     return out
 
 
-def habit_metrics(reports: Mapping[str, Mapping[str, Any]], split: str) -> dict[str, float]:
-    """Flat log keys of the habit baselines, as the task names repeat-last's, plus their overall counts."""
-    from egohorizon.tasks.forecast import flat_metrics
-
-    out: dict[str, float] = {}
-    for name, report in reports.items():
-        out.update(flat_metrics(report, split, name, with_random=False))
-        for field in ("no_history", "no_clock"):
-            out[f"{split}/{name}_{field}"] = float(report["overall"][field])
-    return out
-
-
 def format_habit_rows(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Lines under the summary table: per group, each habit baseline's S_norm (S) and, after the slash,
     its ``no_history`` points and ``no_clock`` slots; or why there are none."""
