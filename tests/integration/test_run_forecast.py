@@ -143,6 +143,16 @@ def test_baselines_alone_need_no_model(trained):
     assert not any("forecast_" in k for k in result["metrics"])
 
 
+def test_mbr_samples_more_and_keeps_three(trained):
+    tmp_path, events, _, _ = trained
+    overrides = [*toy_overrides(events, tmp_path, "mbr"), f"ckpt={tmp_path / 'train'}", "embedder=exact",
+                 "predictors=[model]", "model.generation.mbr_samples=8", "data.ks=[1]"]
+    evaluate_run(compose_config("eval", overrides))
+    rows = load_jsonl(tmp_path / "mbr" / "predictions" / "test.jsonl", ForecastPrediction)
+    assert rows and all(len(r.extra["raw_texts"]) == 8 for r in rows)
+    assert all(len(r.candidates or []) <= 3 for r in rows)
+
+
 def test_habit_baselines_alone_learn_from_the_run_s_training_days(trained):
     tmp_path, events, _, _ = trained
     overrides = [*toy_overrides(events, tmp_path, "habits"), "predictors=[frequency,markov,random]",

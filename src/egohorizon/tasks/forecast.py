@@ -287,20 +287,27 @@ class ForecastTask(Task):
     name = "forecast"
     prediction_field = "candidates"
 
-    def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written"):
+    def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written",
+                 mbr_samples: int | None = None):
+        """``mbr_samples``: N sampled outputs of which the ``num_candidates`` returned are chosen by minimum
+        Bayes risk (``metrics.mbr``) at scoring time, with the scoring embedder; None: the first ones."""
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         if actions not in ACTIONS:
             raise ValueError(f"actions: expected one of {ACTIONS}, got {actions!r}")
+        if mbr_samples is not None and (mode != "sequences" or int(mbr_samples) <= num_candidates):
+            raise ValueError(f"mbr_samples: needs mode 'sequences' and more samples than num_candidates "
+                             f"({num_candidates}), got {mbr_samples!r} with mode {mode!r}")
         self.mode, self.num_candidates, self.actions = mode, num_candidates, actions
+        self.mbr_samples = None if mbr_samples is None else int(mbr_samples)
 
     @classmethod
     def from_generation(cls, generation: Mapping[str, Any]) -> ForecastTask:
         return cls(mode=generation["mode"], num_candidates=int(generation["num_candidates"]),
-                   actions=generation.get("actions", "as_written"))
+                   actions=generation.get("actions", "as_written"), mbr_samples=generation.get("mbr_samples"))
 
     def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
-        candidates = candidates_from_texts(texts, self.mode, self.num_candidates)
+        candidates = candidates_from_texts(texts, self.mode, self.mbr_samples or self.num_candidates)
         if candidates is None or self.actions == "as_written":
             return candidates
         if item is None:
@@ -324,6 +331,10 @@ class ForecastTask(Task):
         choose the strongest rival (``ForecastDataModule.eval_options``)."""
         if isinstance(embedder, str):
             embedder = _named_embedder(embedder)
+        if self.mbr_samples:  # the parsed samples (up to mbr_samples) -> the num_candidates MBR keeps
+            from egohorizon.metrics.mbr import mbr_candidates
+
+            predictions = mbr_candidates(predictions, embedder, self.num_candidates)
         return evaluate(items, predictions, embedder, split, n_random_draws, seed, prefix, self.num_candidates,
                         history=history, validation_points=validation_points)
 

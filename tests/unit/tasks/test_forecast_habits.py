@@ -87,3 +87,20 @@ def test_without_training_days_the_summary_says_the_habits_were_not_computed():
                                          {"t1": [["coffee"]]}, "test", embedder="exact")
     assert not set(HABIT_PREDICTORS) & set(evaluation.baselines)
     assert "habit baselines: not computed" in ForecastTask().format_summary(summary_rows(evaluation))
+
+
+def test_mbr_option_keeps_every_parsed_sample_and_scores_the_three_it_chooses():
+    task = ForecastTask.from_generation({"mode": "sequences", "num_candidates": 3, "mbr_samples": 5})
+    texts = ['["a"]', '["a"]', "no list here", '["b"]', '["c"]', '["a"]']
+    parsed = task.parse(texts)
+    assert parsed == [["a"], ["a"], ["b"], ["c"], ["a"]]  # the unreadable sample is left out, 5 kept
+    point = _point("t1", "wake", "c")
+    evaluation = task.evaluate([point], {"t1": parsed}, "test", embedder="exact")
+    # greedy MBR (metrics/test_mbr.py by hand): a, then b, then c -> the target c is among them: S 1
+    assert evaluation.candidates["t1"] == [["a"], ["b"], ["c"]]
+    assert evaluation.report["per_point"][0]["S"] == 1.0
+    # without MBR the first three parsed are scored: a, a, b miss c
+    plain = ForecastTask().evaluate([point], {"t1": ForecastTask().parse(texts)}, "test", embedder="exact")
+    assert plain.report["per_point"][0]["S"] == 0.0
+    with pytest.raises(ValueError, match="mbr_samples"):
+        ForecastTask(num_candidates=3, mbr_samples=3)
