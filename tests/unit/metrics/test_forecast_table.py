@@ -97,6 +97,8 @@ def test_cli_bad_input_is_named(capsys, tmp_path):
     assert "expected NAME=FILE" in capsys.readouterr().err
     assert main(["score", "forecast-table", "--gold", str(gold), "--pred", f"m={other}"]) != 0
     assert "none of its 1 prediction ids" in capsys.readouterr().err
+    assert main(["score", "forecast-table", "--gold", str(gold)]) == 2
+    assert "or --history and --split" in capsys.readouterr().err
 
 
 def test_strongest_baseline_is_chosen_per_group_ties_to_the_earlier_name():
@@ -154,6 +156,10 @@ def test_cli_habit_baselines_from_history_and_split(capsys, tmp_path):
     assert by["model"]["baseline"] == "markov" and "these same points" in report["baseline_rule"]
     assert report["habit_counts"]["time_of_day"] == {"no_history": 0, "no_clock": 0}
     assert "| demo L1 K=1 | markov_all |" in printed and "strongest: of repeat_last" in printed
+    # the baselines alone, without any --pred
+    assert main([*common[:4], "--embedder", "exact", "--boot", "100", "--history", str(tmp_path / "events.jsonl"),
+                 "--split", str(tmp_path / "split.json")]) == 0
+    assert "| demo L1 K=1 | markov | 6 | 0 | 0.667 |" in capsys.readouterr().out
 
 
 def test_cli_refuses_a_split_that_trained_on_the_points_days(capsys, tmp_path):

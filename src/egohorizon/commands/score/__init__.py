@@ -63,8 +63,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "interval over points and its paired difference to --baseline.",
     )
     table.add_argument("--gold", required=True, help="the points (.jsonl) every predictor was run on")
-    table.add_argument("--pred", action="append", required=True, metavar="NAME=FILE",
-                       help="a predictor's name and its predictions .jsonl (repeatable)")
+    table.add_argument("--pred", action="append", default=[], metavar="NAME=FILE",
+                       help="a predictor's name and its predictions .jsonl (repeatable; may be left out with "
+                            "--history, to score the baselines alone)")
     table.add_argument("--baseline", default=None,
                        help="the predictor the differences are taken to, or 'strongest' (per group the best of "
                             "repeat_last, frequency, markov, time_of_day on these points); default: strongest with "

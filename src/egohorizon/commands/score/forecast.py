@@ -24,6 +24,8 @@ def run_forecast_table(args: argparse.Namespace) -> int:
     from egohorizon.tasks.forecast_habits import RULE_SAME_POINTS
 
     check_out(args.out)  # before any scoring, as the other score commands do
+    if not args.pred and not args.history:
+        raise ConfigError("give --pred NAME=FILE (repeatable), or --history and --split to score the baselines alone")
     points = load_gold(args, ForecastPoint)
     task = get_task("forecast", num_candidates=args.max_candidates)
     predictions: dict[str, dict] = {}
