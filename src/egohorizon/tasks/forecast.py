@@ -74,7 +74,7 @@ def evaluate(
     paired difference to the strongest rival of each group, chosen on those validation points.
     """
     from egohorizon.metrics.forecast import score_forecasts
-    from egohorizon.tasks.forecast_habits import score_habits, slim
+    from egohorizon.tasks.forecast_habits import score_habits, slim, versus_strongest_on
 
     options = {"n_random_draws": n_random_draws, "seed": seed, "max_candidates": max_candidates}
     report = score_forecasts(points, candidates, embedder, **options)
@@ -89,21 +89,9 @@ def evaluate(
             metrics.update(flat_metrics(habit, split, name, with_random=False))
             metrics.update({f"{split}/{name}_{f}": float(habit["overall"][f]) for f in ("no_history", "no_clock")})
         if validation_points:
-            report["vs_strongest"] = _versus_strongest(report, baselines, validation_points, history, embedder,
-                                                       options)
+            report["vs_strongest"] = versus_strongest_on(validation_points, report, baselines, history, embedder,
+                                                         options)
     return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=dict(candidates))
-
-
-def _versus_strongest(report, baselines, validation_points, history, embedder, options) -> list[dict[str, Any]]:
-    """The strongest rival of each group on the validation points, and the model's paired difference to it."""
-    from egohorizon.metrics.forecast import score_forecasts
-    from egohorizon.metrics.habits import PERSONAL
-    from egohorizon.tasks.forecast_habits import score_habits, strongest_by_group, versus_strongest
-
-    rivals, _ = score_habits(validation_points, history, embedder, names=PERSONAL, **options)
-    rivals["repeat_last"] = score_forecasts(validation_points, repeat_last_predictions(validation_points),
-                                            embedder, **options)
-    return versus_strongest(report, baselines, strongest_by_group(rivals), seed=options["seed"])
 
 
 def group_suffix(group: Mapping[str, Any], several_sources: bool) -> str:

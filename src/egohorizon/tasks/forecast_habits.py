@@ -107,6 +107,20 @@ def versus_strongest(model_report: Mapping[str, Any], reports: Mapping[str, Mapp
     return rows
 
 
+def versus_strongest_on(validation_points: Sequence[ForecastPoint], report: Mapping[str, Any],
+                        baselines: Mapping[str, Mapping[str, Any]], history: HabitHistory, embedder,
+                        options: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The strongest rival of each group chosen on ``validation_points`` (repeat-last and the personal
+    habits scored there with ``options``), and the model's paired difference to it on ``report``'s points."""
+    from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
+    from egohorizon.metrics.habits import PERSONAL
+
+    rivals, _ = score_habits(validation_points, history, embedder, names=PERSONAL, **options)
+    repeat = {p.id: ([repeat_last_k(p)] if p.context else None) for p in validation_points}
+    rivals["repeat_last"] = score_forecasts(validation_points, repeat, embedder, **options)
+    return versus_strongest(report, baselines, strongest_by_group(rivals), seed=options["seed"])
+
+
 def format_versus(rows: Sequence[Mapping[str, Any]]) -> list[str]:
     """Lines under a summary table: per group, trained minus the strongest rival [95 % CI]."""
     if not rows:
