@@ -155,12 +155,15 @@ def test_mbr_samples_more_and_keeps_three(trained):
 
 def test_habit_baselines_alone_learn_from_the_run_s_training_days(trained):
     tmp_path, events, _, _ = trained
-    overrides = [*toy_overrides(events, tmp_path, "habits"), "predictors=[frequency,markov,random]",
+    overrides = [*toy_overrides(events, tmp_path, "habits"), "predictors=[frequency_all,markov,random]",
                  "embedder=exact", "data.levels=[3]", "data.ks=[1]"]
     result = evaluate_run(compose_config("eval", overrides))
-    assert {"test/frequency_S_norm_L3_K1", "test/markov_no_history", "test/random_S_L3_K1"} <= set(result["metrics"])
-    assert not any("repeat_last_" in k or "time_of_day" in k for k in result["metrics"])
-    assert set(result["reports"]) == {"frequency", "markov"}
+    assert {"test/frequency_all_S_norm_L3_K1", "test/markov_no_history", "test/random_S_L3_K1"} <= set(result["metrics"])
+    # not frequency (a prefix of frequency_all), nor markov_all (markov is a prefix of it)
+    dropped = ("test/frequency_S", "test/frequency_n", "test/frequency_no_", "test/markov_all_", "test/repeat_last_",
+               "test/time_of_day_")
+    assert "test/markov_S_L3_K1" in result["metrics"] and not any(k.startswith(dropped) for k in result["metrics"])
+    assert set(result["reports"]) == {"frequency_all", "markov"}
     rows = load_jsonl(tmp_path / "habits" / "predictions" / "markov.jsonl", ForecastPrediction)
     assert rows and all(1 <= len(r.candidates) <= 3 for r in rows)
     assert "markov" in result["text"]

@@ -63,7 +63,7 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
         if name not in predictors:
             report.pop(name, None)
             by_prefix.pop(name, None)
-            metrics = {k: v for k, v in metrics.items() if f"/{name}_" not in k}
+            metrics = {k: v for k, v in metrics.items() if _predictor_of(k) != name}
     if "random" not in predictors:
         metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
     rows = group_rows(by_prefix, with_random="random" in predictors)
@@ -81,6 +81,13 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
         "text": text,
         "evaluation": model_evaluation,  # the model's, for egohorizon compare; not written to report.json
     }
+
+
+def _predictor_of(key: str) -> str:
+    """The predictor a log key belongs to (``test/markov_all_S_L3_K1`` -> ``markov_all``, not ``markov``)."""
+    name = key.split("/", 1)[-1]
+    known = sorted(("repeat_last", "random", "forecast", "llm", *HABIT_PREDICTORS), key=len, reverse=True)
+    return next((p for p in known if name.startswith(f"{p}_")), "")
 
 
 def _habit_notes(history, model_evaluation) -> str:
