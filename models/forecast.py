@@ -40,9 +40,11 @@ class ForecastModule(LoRALanguageModule):
         mode = self.generation["mode"]
         if mode not in MODES:
             raise ConfigError(f"model.generation.mode: expected one of {MODES}, got {mode!r}")
-        if mode != "sequences":
-            return 1
-        return int(self.generation.get("mbr_samples") or self.generation["num_candidates"])
+        mbr, n = self.generation.get("mbr_samples"), int(self.generation["num_candidates"])
+        if mbr is not None and (mode != "sequences" or int(mbr) <= n):
+            raise ConfigError(f"model.generation.mbr_samples: needs mode 'sequences' and more than num_candidates "
+                              f"({n}) samples, got {mbr!r} with mode {mode!r}")
+        return int(mbr or n) if mode == "sequences" else 1
 
     def max_new_tokens(self, batch: dict[str, Any]) -> int:
         g = self.generation
