@@ -161,12 +161,22 @@ class ForecastDataModule(TaskDataModule):
         )
         self.points = {"train": [], "val": [], "test": points}
         if self.split_file:  # the evaluated run's own day split: the habit baselines learn its training days
-            from egohorizon.data.splits import DaySplit
-            from egohorizon.metrics.habits import learn_habits
-
-            train_days = DaySplit.load(self.split_file).days_in("train")
-            self.history = learn_habits(self.load_events(), train_days, source=self.source)
+            self.history = self._history_for_points_file()
         return self.points
+
+    def _history_for_points_file(self):
+        """The habit baselines' history beside a points file; None, said, when the events are not at hand
+        (the points are still evaluated: they never needed the events)."""
+        from egohorizon.data.splits import DaySplit
+        from egohorizon.errors import DataError
+        from egohorizon.metrics.habits import learn_habits
+
+        try:
+            train_days = DaySplit.load(self.split_file).days_in("train")
+            return learn_habits(self.load_events(), train_days, source=self.source)
+        except (ConfigError, DataError) as error:
+            log.warning("habit baselines: not computed beside points=%s (%s)", self.points_file, error)
+            return None
 
     def load_events(self) -> list[Event]:
         if self.convert_from and self.events_path:

@@ -200,3 +200,7 @@ def test_a_points_file_with_the_run_s_split_file_gets_its_training_days(events_f
     assert "validation_points" not in options  # no validation points at hand: no strongest rival chosen
     train_days = datamodule.split.days_in("train")
     assert options["history"] == learn_habits(load_jsonl(events_file, Event), train_days)
+    # without the events at hand the points are still evaluated, without habit baselines
+    missing = _datamodule(tmp_path / "gone.jsonl", points_file=str(tmp_path / "few.jsonl"),
+                          split_file=str(tmp_path / "points" / "splits.json"))
+    assert len(missing.prepare_points()["test"]) == 2 and missing.eval_options("test") == {}
