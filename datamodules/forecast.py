@@ -83,7 +83,8 @@ class ForecastDataModule(TaskDataModule):
         """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
         ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
         ``split_file``: a day split file (``splits.json``, a run's ``split.json``) used instead of one
-        drawn from the fractions and seed (eval.py passes the evaluated run's own);
+        drawn from the fractions and seed (eval.py passes the evaluated run's own); with ``points_file``
+        only its training days are read, for the habit baselines (``eval_options``);
         ``convert_from``: ``{source, root}``, a real data set converted into ``events`` on first use
         (``egohorizon.data.sources.on_first_use``), so its experiment needs no path typed."""
         super().__init__()
@@ -108,6 +109,7 @@ class ForecastDataModule(TaskDataModule):
         self.convert_from = dict(convert_from) if convert_from else None
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
+        self.history = None  # metrics.habits.HabitHistory of the split's training days, when events are at hand
         self.tokenizer = None
         self._datasets: dict[str, Dataset] = {}
 
@@ -130,6 +132,10 @@ class ForecastDataModule(TaskDataModule):
             for name in SPLITS:  # a point in the wrong file is caught as a target day of another split
                 check_points(points[name], events, split, expected_split=name)
         self.points, self.split = points, split
+        if events is not None and split is not None:  # learned from the training days only (SPEC §1)
+            from egohorizon.metrics.habits import learn_habits
+
+            self.history = learn_habits(events, split.days_in("train"), source=self.source)
         counts = ", ".join(f"{name} {len(points[name])}" for name in SPLITS)
         log.info(
             "forecast points: %s (levels %s, K %s, context %d)", counts, self.levels, self.ks, self.n_context
@@ -154,7 +160,23 @@ class ForecastDataModule(TaskDataModule):
             self.points_file,
         )
         self.points = {"train": [], "val": [], "test": points}
+        if self.split_file:  # the evaluated run's own day split: the habit baselines learn its training days
+            self.history = self._history_for_points_file()
         return self.points
+
+    def _history_for_points_file(self):
+        """The habit baselines' history beside a points file; None, said, when the events are not at hand
+        (the points are still evaluated: they never needed the events)."""
+        from egohorizon.data.splits import DaySplit
+        from egohorizon.errors import DataError
+        from egohorizon.metrics.habits import learn_habits
+
+        try:
+            train_days = DaySplit.load(self.split_file).days_in("train")
+            return learn_habits(self.load_events(), train_days, source=self.source)
+        except (ConfigError, DataError) as error:
+            log.warning("habit baselines: not computed beside points=%s (%s)", self.points_file, error)
+            return None
 
     def load_events(self) -> list[Event]:
         if self.convert_from and self.events_path:
@@ -372,6 +394,17 @@ class ForecastDataModule(TaskDataModule):
             return sum(len(p.context) for p in points) / len(points) if points else None
         items = dataset.items
         return sum(i["context_kept"] for i in items) / len(items) if items else None
+
+    def eval_options(self, split: str) -> dict[str, Any]:
+        """The habit baselines' training-day history (SPEC §1), and for the test slot the validation points
+        that choose the strongest rival; none for points read from a file (no day split at hand)."""
+        self.prepare_points()
+        if self.history is None:
+            return {}
+        options: dict[str, Any] = {"history": self.history}
+        if split == "test" and self.points.get("val"):
+            options["validation_points"] = self.points["val"]
+        return options
 
     def eval_items(self, name: str) -> dict[str, ForecastPoint]:
         """The held-out points of a split by id (what the evaluation callback scores)."""

@@ -7,6 +7,8 @@ for one output that lists all N (how an untrained backbone is prompted in contex
 ``generation.actions`` says what becomes of a candidate's length: ``as_written`` (scored as the model
 wrote it), ``first_k`` (its first K actions kept), ``exactly_k`` (no list may close before K actions,
 egohorizon.llm.action_count, then its first K kept). The cutting is the forecast task's parse.
+``generation.mbr_samples`` (off by default): N samples, of which the task keeps the ``num_candidates``
+chosen by minimum Bayes risk under the scoring embedder (egohorizon.metrics.mbr).
 
 Generation returns raw texts; parsing and scoring belong to the forecast task and its callback.
 """
@@ -29,6 +31,7 @@ class ForecastModule(LoRALanguageModule):
         "mode": "sequences",  # sequences: N outputs, one candidate each; in_prompt: 1 output with N candidates
         "max_new_tokens_per_action": 24,  # added to max_new_tokens for each of the batch's K actions
         "actions": "as_written",  # as_written | first_k | exactly_k (see the module docstring)
+        "mbr_samples": None,  # N > num_candidates: sample N, the task keeps the num_candidates MBR chooses
     }
     default_prompt: ClassVar[str] = FORECAST_PROMPT_NAME
     _token_texts: list[str] | None = None
@@ -37,7 +40,11 @@ class ForecastModule(LoRALanguageModule):
         mode = self.generation["mode"]
         if mode not in MODES:
             raise ConfigError(f"model.generation.mode: expected one of {MODES}, got {mode!r}")
-        return self.generation["num_candidates"] if mode == "sequences" else 1
+        mbr, n = self.generation.get("mbr_samples"), int(self.generation["num_candidates"])
+        if mbr is not None and (mode != "sequences" or int(mbr) <= n):
+            raise ConfigError(f"model.generation.mbr_samples: needs mode 'sequences' and more than num_candidates "
+                              f"({n}) samples, got {mbr!r} with mode {mode!r}")
+        return int(mbr or n) if mode == "sequences" else 1
 
     def max_new_tokens(self, batch: dict[str, Any]) -> int:
         g = self.generation

@@ -328,7 +328,9 @@ def test_compare_command_on_a_toy_run_matches_eval(tmp_path, repo_root, toy_run,
     assert data["points"] == str(run / "points" / "points_test.jsonl")
     labels = [c["label"] for c in data["checkpoints"]]
     overall = {r["checkpoint"]: r for r in data["rows"] if r["level"] == "all"}
-    assert set(overall) == {*labels, "repeat-last-K", "random"}
+    # the habit baselines learn from the run's training days (its split.json) even on a points file (issue 38)
+    habits = {"frequency", "markov", "time_of_day", "frequency_all", "markov_all"}
+    assert set(overall) == {*labels, "repeat-last-K", "random", *habits}
     assert (out / "exported").is_dir()  # the bare checkpoint went through export-adapter
     assert {"index.html", "S.png", "S_norm.png"} <= {p.name for p in out.iterdir()}
     for name in ("S.png", "S_norm.png"):

@@ -93,6 +93,10 @@ def test_training_run_writes_everything_a_run_folder_promises(trained):
         assert key in test_metrics
     header = (run / "csv" / "metrics.csv").read_text().splitlines()[0]
     assert "test/forecast_S_norm_L3_K1" in header and "train/loss" in header
+    # the habit baselines (issue 38) beside the model, and its difference to the strongest of them
+    assert {"test/markov_S_norm_L3_K1", "test/time_of_day_no_clock", "test/frequency_all_S_L3_K10"} <= set(test_metrics)
+    assert all("markov_S_norm" in row and row["vs_strongest"]["rule"] for row in metrics["summary"])
+    assert "Habit baselines" in metrics["summary_text"] and "Trained model minus the strongest" in metrics["summary_text"]
     assert (run / "reports" / "test_examples.md").read_text().startswith("| id |")
 
 
@@ -116,7 +120,9 @@ def test_evaluating_a_checkpoint_twice_gives_identical_numbers(trained):
     ).read_text()
     assert "test/forecast_S_L3_K1" in results[0]["metrics"]
     report = json.loads((tmp_path / "eval_a" / "report.json").read_text())
-    assert {"model", "repeat_last"} <= set(report["reports"])
+    assert {"model", "repeat_last", "frequency", "markov", "time_of_day", "markov_all"} <= set(report["reports"])
+    assert load_jsonl(tmp_path / "eval_a" / "predictions" / "markov.jsonl", ForecastPrediction)
+    assert "Trained model minus the strongest" in results[0]["text"]
 
 
 def test_baselines_alone_need_no_model(trained):
@@ -135,6 +141,32 @@ def test_baselines_alone_need_no_model(trained):
     assert result["model_id"] is None
     assert set(result["metrics"]) >= {"test/repeat_last_S_L3_K1", "test/random_S_L3_K1"}
     assert not any("forecast_" in k for k in result["metrics"])
+
+
+def test_mbr_samples_more_and_keeps_three(trained):
+    tmp_path, events, _, _ = trained
+    overrides = [*toy_overrides(events, tmp_path, "mbr"), f"ckpt={tmp_path / 'train'}", "embedder=exact",
+                 "predictors=[model]", "model.generation.mbr_samples=8", "data.ks=[1]"]
+    evaluate_run(compose_config("eval", overrides))
+    rows = load_jsonl(tmp_path / "mbr" / "predictions" / "test.jsonl", ForecastPrediction)
+    assert rows and all(len(r.extra["raw_texts"]) == 8 for r in rows)
+    assert all(len(r.candidates or []) <= 3 for r in rows)
+
+
+def test_habit_baselines_alone_learn_from_the_run_s_training_days(trained):
+    tmp_path, events, _, _ = trained
+    overrides = [*toy_overrides(events, tmp_path, "habits"), "predictors=[frequency_all,markov,random]",
+                 "embedder=exact", "data.levels=[3]", "data.ks=[1]"]
+    result = evaluate_run(compose_config("eval", overrides))
+    assert {"test/frequency_all_S_norm_L3_K1", "test/markov_no_history", "test/random_S_L3_K1"} <= set(result["metrics"])
+    # not frequency (a prefix of frequency_all), nor markov_all (markov is a prefix of it)
+    dropped = ("test/frequency_S", "test/frequency_n", "test/frequency_no_", "test/markov_all_", "test/repeat_last_",
+               "test/time_of_day_")
+    assert "test/markov_S_L3_K1" in result["metrics"] and not any(k.startswith(dropped) for k in result["metrics"])
+    assert set(result["reports"]) == {"frequency_all", "markov"}
+    rows = load_jsonl(tmp_path / "habits" / "predictions" / "markov.jsonl", ForecastPrediction)
+    assert rows and all(1 <= len(r.candidates) <= 3 for r in rows)
+    assert "markov" in result["text"]
 
 
 def test_context_and_level_studies_write_a_table_and_a_plot(trained):

@@ -164,9 +164,10 @@ def outcomes(backend, points: Sequence[ForecastPoint], settings: ForecastBenchSe
 
 def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, base_url: str | None = None,
                        settings: ForecastBenchSettings | None = None,
-                       backend_options: dict[str, Any] | None = None, progress=None
+                       backend_options: dict[str, Any] | None = None, progress=None, history=None
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Asks the model for every point OUT lacks, appends their lines, scores all; returns (summary, timing)."""
+    """Asks the model for every point OUT lacks, appends their lines, scores all; returns (summary, timing).
+    ``history``: a ``metrics.habits.HabitHistory`` (``--history``/``--split``) to score the habit baselines."""
     from egohorizon.bench.results import ItemsLog, read_rows
     from egohorizon.llm import make_backend
     from egohorizon.metrics.embedders import get_embedder
@@ -206,7 +207,7 @@ def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, 
         finally:  # also when stopped early or interrupted: the summary of what is finished
             from egohorizon.bench.forecast_summary import summarize, write_summary
 
-            summary = summarize(points, rows, run, embedder, settings.draws)
+            summary = summarize(points, rows, run, embedder, settings.draws, history=history)
             write_summary(out / SUMMARY_FILE, summary)
     wall = time.perf_counter() - started
     timing = {"tried": budget.tried, "wall_s": round(wall, 3),

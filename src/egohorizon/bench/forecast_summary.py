@@ -27,15 +27,17 @@ def _context_figures(shown: Sequence[int], asked: int | None) -> dict[str, Any]:
 
 
 def summarize(points: Sequence[ForecastPoint], rows: Mapping[str, Mapping[str, Any]], run: Mapping[str, Any],
-              embedder, draws: int) -> dict[str, Any]:
+              embedder, draws: int, history=None) -> dict[str, Any]:
     """The summary of ``points`` (the run's selection, in file order) from their lines; a point without a
-    line (its model failed in this run) is scored as invalid and listed in ``unfinished``."""
+    line (its model failed in this run) is scored as invalid and listed in ``unfinished``. ``history``
+    (``--history`` and ``--split``): the habit baselines are scored beside it (``habits``, ``vs_strongest``)."""
     from egohorizon.tasks.forecast import evaluate, summary_rows
+    from egohorizon.tasks.forecast_habits import habit_summary
 
     done = [rows[p.id] for p in points if p.id in rows]
     candidates = {r["id"]: r.get("candidates") for r in done}
     evaluation = evaluate(points, candidates, embedder, "test", draws, run["seed"], prefix="model",
-                          max_candidates=run["n_candidates"])
+                          max_candidates=run["n_candidates"], history=history)
     report = evaluation.report
     shown_by_group: dict[tuple, list[int]] = defaultdict(list)
     for row in done:
@@ -61,6 +63,7 @@ def summarize(points: Sequence[ForecastPoint], rows: Mapping[str, Mapping[str, A
         "repeat_last": {"overall": repeat["overall"], "groups": repeat["groups"]},
         "per_point": report["per_point"],
         "settings": report["settings"],
+        **habit_summary(evaluation),
     }
 
 
@@ -129,6 +132,9 @@ def format_summary(summary: Mapping[str, Any]) -> str:
          "context"], rows)
     text += (f"S_norm = (S - S_rand) / (1 - S_rand): 0 = chance (random trajectories from these points' targets), "
              f"1 = perfect. invalid: {overall['invalid']} of {overall['n']} replies unreadable (scored 0)\n")
+    from egohorizon.tasks.forecast_habits import format_habit_summary
+
+    text += "".join(f"{line}\n" for line in format_habit_summary(summary))
     if summary["unfinished"]:
         text += (f"unfinished (model failures, scored invalid): {len(summary['unfinished'])}, first "
                  f"{summary['unfinished'][0]}; rerun the same command to finish\n")

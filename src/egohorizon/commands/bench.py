@@ -20,6 +20,7 @@ from egohorizon.commands._args import (
     seed,
 )
 from egohorizon.commands._owned import declare_output
+from egohorizon.commands.habit_args import add_history_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -117,8 +118,9 @@ def _register_forecast(sub: argparse._SubParsersAction) -> None:
     forecast.add_argument("--dtype", help="local model: torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
     forecast.add_argument("--max-failures", type=fraction, default=0.05,
                           help="share of points whose model call may fail before the run fails, 0-1")
+    add_history_arguments(forecast)
     forecast.set_defaults(handler=run_forecast)
-    declare_output(forecast, inputs=("points", "model"), legacy=("predictions.jsonl",))
+    declare_output(forecast, inputs=("points", "model", "history", "split"), legacy=("predictions.jsonl",))
 
 
 def run_bench(args: argparse.Namespace) -> int:
@@ -166,8 +168,15 @@ def run_forecast(args: argparse.Namespace) -> int:
         options = {"timeout": args.timeout}
     else:
         options = {k: v for k, v in (("device", args.device), ("dtype", args.dtype)) if v}
+    history = None
+    if args.history or args.split:  # checked before the model is asked anything
+        from egohorizon.bench.forecast import load_points
+        from egohorizon.commands.habit_args import history_from_args
+
+        every = load_points(args.points)
+        history = history_from_args(args, every[: args.limit] if args.limit else every)
     summary, timing = run_forecast_bench(args.points, args.out, args.model, base_url=args.base_url,
-                                         settings=settings, backend_options=options)
+                                         settings=settings, backend_options=options, history=history)
     sys.stdout.write(format_summary(summary))
     rate = f", {timing['points_per_s']:.3f} points/s" if timing["points_per_s"] else ""
     print(f"{timing['tried']} points asked in this run in {timing['wall_s']:.1f} s{rate}; {args.out}/summary.json",

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from egohorizon.metrics.bootstrap import MIN_BOOT, bootstrap
+from egohorizon.metrics.bootstrap import MIN_BOOT, bootstrap, s_norm
 from egohorizon.metrics.forecast import score_forecasts
 
 
@@ -29,11 +29,14 @@ def compare_forecasters(
     n_boot: int = 2000,
     boot_seed: int = 0,
     level: float = 0.95,
+    strongest_among: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
     """One row per (source, level, k) group and predictor, in the order ``predictions`` gives.
 
-    Each row: ``predictor, source, level, k, n, invalid, S, S_rand, S_norm, lo, hi`` and, for every
-    predictor but ``baseline``, ``diff, diff_lo, diff_hi`` (its S_norm minus the baseline's).
+    Each row: ``predictor, source, level, k, n, invalid, S, S_rand, S_norm, lo, hi, baseline`` and, for
+    every predictor but the baseline, ``diff, diff_lo, diff_hi`` (its S_norm minus the baseline's).
+    ``strongest_among``: per group the baseline is the one of these predictors with the highest S_norm on
+    that group's points (ties: the earlier name), instead of ``baseline``.
     """
     if n_boot < MIN_BOOT:
         raise ValueError(f"n_boot {n_boot}: a percentile interval needs at least {MIN_BOOT} resamples")
@@ -58,10 +61,14 @@ def compare_forecasters(
             if not np.allclose([table[i]["S_rand"] for i in ids], s_rand):
                 raise ValueError(f"{name}: its random baseline differs from the others' on the same points")
         s = {name: np.array([table[i]["S"] for i in ids]) for name, table in per_point.items()}
-        stats = bootstrap(s, s_rand, n_boot, boot_seed, baseline=baseline, level=level)
+        chosen = baseline
+        present = [name for name in strongest_among if name in s]
+        if present:
+            chosen = max(present, key=lambda name: (s_norm(s[name], s_rand), -present.index(name)))
+        stats = bootstrap(s, s_rand, n_boot, boot_seed, baseline=chosen, level=level)
         for name in predictions:
             rows.append({
-                "predictor": name, "source": source, "level": lvl, "k": k, "n": len(ids),
+                "predictor": name, "source": source, "level": lvl, "k": k, "n": len(ids), "baseline": chosen,
                 "invalid": int(sum(per_point[name][i]["invalid"] for i in ids)),
                 "S": float(np.mean(s[name])), "S_rand": float(np.mean(s_rand)), **stats[name],
             })
@@ -78,8 +85,9 @@ def format_table(rows: Sequence[Mapping[str, Any]], baseline: str | None = None)
         cell = f"{row['S_norm']:.3f} [{row['lo']:.3f}, {row['hi']:.3f}]"
         diff = ""
         if baseline:
+            mark = " | (baseline)" if baseline == row.get("baseline") else f" | ({baseline}: {row['baseline']})"
             diff = (f" | {row['diff']:+.3f} [{row['diff_lo']:+.3f}, {row['diff_hi']:+.3f}]" if "diff" in row
-                    else " | (baseline)")
+                    else mark)
         lines.append(f"| {group} | {_cell(row['predictor'])} | {row['n']} | {row['invalid']} | {row['S']:.3f} | {cell}{diff} |")
     return "\n".join(lines) + "\n"
 

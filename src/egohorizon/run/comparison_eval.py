@@ -277,7 +277,7 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
     takes_split_file = _takes_split_file(configs[0])
     differ = any(r.days(name) != distinct[0].days(name) for r in distinct[1:])
     if not differ:
-        if takes_split_file and points is None:
+        if takes_split_file:  # with points, the split gives the habit baselines their training days only
             plan.split_file = Path(plan.guard[0]["split_file"])
         plan.notes.append(f"Held-out {name} days: the {len(distinct)} run(s) hold out the same "
                           f"{len(distinct[0].days(name))} {name} day(s) (split sha256 {distinct[0].digest[:12]}); "

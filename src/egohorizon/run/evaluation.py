@@ -47,14 +47,15 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
     any split when one is given; another is evaluated through its own val/test loaders.
 
     ``runs`` (default ``held_out_runs(cfg)``): the evaluated run's day split goes to a datamodule that
-    takes a ``split_file`` (unless ``points`` or ``data.split_file`` is given), and the items of the
+    takes a ``split_file`` (unless ``data.split_file`` is given), and the items of the
     evaluated split are checked against every run's training days (``check_held_out``)."""
     from hydra.utils import instantiate
 
     accepted = datamodule_arguments(cfg)
     runs = held_out_runs(cfg) if runs is None else runs
     own = next((run for run in runs if run.evaluated), None)
-    if own is not None and "split_file" in accepted and not cfg.get("points") and not cfg.data.get("split_file"):
+    # With points=FILE the split only tells the habit baselines the run's training days (ForecastDataModule).
+    if own is not None and "split_file" in accepted and not cfg.data.get("split_file"):
         data_overrides.setdefault("split_file", str(own_split_file(cfg, own)))
     if "max_train_points" in accepted and "max_eval_points" in cfg.data:
         # Evaluation needs few training points (only an in-context tiny backbone's tokenizer reads them).
@@ -72,7 +73,8 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
     try:
         datamodule.prepare()
     except DataError as error:
-        if not (own is not None and "split_file" in data_overrides and not cfg.data.get("split_file")):
+        if cfg.get("points") or not (own is not None and "split_file" in data_overrides
+                                     and not cfg.data.get("split_file")):
             raise
         raise DataError(f"ckpt={cfg.ckpt}: evaluated on the run's own day split ({own.source}), which does not "
                         f"fit these data: {error}. Evaluate with the data the run trained on ({_trained_on(own)})"

@@ -8,6 +8,10 @@ from typing import Any
 from egohorizon.schema import checks
 from egohorizon.schema.record import Record, _day_matches_start, _end_after_start, declared
 
+# An event's ``meta.time_basis`` when its Unix seconds are the local wall-clock time written as UTC
+# (data/sources/_common.py says why); the habit baselines read clock times only from such events.
+LOCAL_CLOCK_AS_UTC = "local_clock_as_utc"
+
 
 @dataclass
 class Event(Record):

@@ -23,8 +23,10 @@ PREDICTOR_SCORERS = {
     "forecast": "egohorizon.tasks.forecast_predictors:score_predictors",
 }
 # The predictors eval.py knows (``predictors=[...]``): the task's model (a trained adapter, or for a task
-# in PREDICTOR_SCORERS the backbone in context), an llm, and the two baselines.
-PREDICTORS = ("model", "llm", "repeat_last", "random")
+# in PREDICTOR_SCORERS the backbone in context), an llm, and the baselines: repeat-last, random and the
+# habit baselines of SPEC §1 (= metrics.habits.HABIT_PREDICTORS, spelled out so listing costs no import).
+HABIT_PREDICTORS = ("frequency", "markov", "time_of_day", "frequency_all", "markov_all")
+PREDICTORS = ("model", "llm", "repeat_last", "random", *HABIT_PREDICTORS)
 
 
 def predictor_scorer(name: str):
@@ -53,5 +55,5 @@ def get_task(name: str, **options: Any) -> Task:
     return task_class(name)(**options)
 
 
-__all__ = ["PREDICTORS", "PREDICTOR_SCORERS", "TASKS", "Evaluation", "Task", "get_task", "predictor_scorer",
+__all__ = ["HABIT_PREDICTORS", "PREDICTORS", "PREDICTOR_SCORERS", "TASKS", "Evaluation", "Task", "get_task", "predictor_scorer",
            "task_class"]

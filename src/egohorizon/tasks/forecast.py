@@ -12,6 +12,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
+from egohorizon.metrics.habits import HABIT_PREDICTORS
 from egohorizon.metrics.parsing import parse_forecast_output
 from egohorizon.schema import ForecastPoint
 from egohorizon.tasks.base import Evaluation, Task, objective_line
@@ -60,30 +61,37 @@ def evaluate(
     seed: int = 0,
     prefix: str = "forecast",
     max_candidates: int = 3,
+    history=None,
+    validation_points: Sequence[ForecastPoint] | None = None,
 ) -> Evaluation:
     """Scores ``candidates`` and the repeat-last baseline on ``points``; the random baseline is the
-    report's ``S_rand`` (same seeded draws for both, so they share one chance level).
+    report's ``S_rand`` (same seeded draws for all, so they share one chance level).
 
     ``max_candidates``: how many candidates the predictor was asked for (best-of-N); the random
     baseline draws as many, so a predictor asked for 5 is compared with a random best-of-5.
+    ``history``: a ``metrics.habits.HabitHistory`` of the run's training days; with it the habit
+    baselines are scored too, and with ``validation_points`` the report's ``vs_strongest`` holds the
+    paired difference to the strongest rival of each group, chosen on those validation points.
     """
     from egohorizon.metrics.forecast import score_forecasts
+    from egohorizon.tasks.forecast_habits import score_habits, slim, versus_strongest_on
 
     options = {"n_random_draws": n_random_draws, "seed": seed, "max_candidates": max_candidates}
     report = score_forecasts(points, candidates, embedder, **options)
     repeat = score_forecasts(points, repeat_last_predictions(points), embedder, **options)
     metrics = flat_metrics(report, split, prefix)
     metrics.update(flat_metrics(repeat, split, "repeat_last", with_random=False))
-    return Evaluation(
-        report=report,
-        baselines={"repeat_last": _without_per_point(repeat)},
-        metrics=metrics,
-        candidates=dict(candidates),
-    )
-
-
-def _without_per_point(report: dict[str, Any]) -> dict[str, Any]:
-    return {k: v for k, v in report.items() if k != "per_point"}
+    baselines = {"repeat_last": slim(repeat)}
+    if history is not None:
+        habits, _ = score_habits(points, history, embedder, **options)
+        baselines.update(habits)
+        for name, habit in habits.items():  # keys as repeat-last's, plus the counts SPEC §1 reports beside them
+            metrics.update(flat_metrics(habit, split, name, with_random=False))
+            metrics.update({f"{split}/{name}_{f}": float(habit["overall"][f]) for f in ("no_history", "no_clock")})
+        if validation_points:
+            report["vs_strongest"] = versus_strongest_on(validation_points, report, baselines, history, embedder,
+                                                         options)
+    return Evaluation(report=report, baselines=baselines, metrics=metrics, candidates=dict(candidates))
 
 
 def group_suffix(group: Mapping[str, Any], several_sources: bool) -> str:
@@ -166,13 +174,18 @@ def example_rows(
 
 def summary_rows(evaluation: Evaluation | None) -> list[dict[str, Any]]:
     """One row per (source, level, K) the evaluation holds: model vs repeat-last vs random, each
-    as S and S_norm (random's S_norm is 0 by definition), from the structured report."""
+    as S and S_norm (random's S_norm is 0 by definition), the habit baselines (``<name>_S`` ...) when
+    they were scored and ``vs_strongest`` (the model minus the strongest rival), from the report."""
     if evaluation is None:
         return []
+    from egohorizon.tasks.forecast_habits import habit_columns
+
     repeat = {(g["source"], g["level"], g["k"]): g for g in evaluation.baselines["repeat_last"]["groups"]}
+    versus = {(r["source"], r["level"], r["k"]): r for r in evaluation.report.get("vs_strongest", [])}
     rows = []
     for group in evaluation.report["groups"]:
-        baseline = repeat.get((group["source"], group["level"], group["k"]), {})
+        key = (group["source"], group["level"], group["k"])
+        baseline = repeat.get(key, {})
         rows.append(
             {
                 "source": group["source"],
@@ -186,6 +199,8 @@ def summary_rows(evaluation: Evaluation | None) -> list[dict[str, Any]]:
                 "repeat_last_S_norm": baseline.get("S_norm"),
                 "random_S": group["S_rand"],
                 "random_S_norm": 0.0 if group["S_rand"] is not None else None,
+                **habit_columns(evaluation.baselines, key),
+                **({"vs_strongest": versus[key]} if key in versus else {}),
             }
         )
     return rows
@@ -213,7 +228,10 @@ def format_summary(rows: list[dict[str, Any]], objective: Mapping[str, Any] | No
             f"{num(r['repeat_last_S_norm'])} ({num(r['repeat_last_S'])})  "
             f"{num(r['random_S_norm'])} ({num(r['random_S'])})"
         )
-    return "\n".join(lines + objective_line(objective))
+    from egohorizon.tasks.forecast_habits import format_habit_rows, format_versus
+
+    versus = format_versus([r["vs_strongest"] for r in rows if r.get("vs_strongest")])
+    return "\n".join(lines + [""] + format_habit_rows(rows) + versus + objective_line(objective))
 
 
 REPEAT_LAST, RANDOM = "repeat-last-K", "random"  # the baselines' names in compare's tables and plots
@@ -224,7 +242,9 @@ COMPARE_GUIDE = (
     "order). S_norm = (S \u2212 S_rand) / (1 \u2212 S_rand), where S_rand is the mean S of random guesses "
     "(K events drawn at random from the evaluated events of the same source and level): 0 is chance, 1 "
     "is perfect, below 0 is worse than chance. A checkpoint is useful where its S_norm is clearly above 0 "
-    "and above repeat-last-K (the last K events of the context, a strong baseline for routines). "
+    "and above repeat-last-K (the last K events of the context, a strong baseline for routines) and the "
+    "habit baselines (frequency, markov, time_of_day: the person's own training days; frequency_all and "
+    "markov_all: everyone's). "
     '"invalid" counts points whose output could not be parsed (scored 0); a rising invalid count '
     "explains a falling S. Compare rows with the same level and K only: longer horizons (larger K) and "
     "coarser levels score differently by nature."
@@ -255,20 +275,27 @@ class ForecastTask(Task):
     name = "forecast"
     prediction_field = "candidates"
 
-    def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written"):
+    def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written",
+                 mbr_samples: int | None = None):
+        """``mbr_samples``: N sampled outputs of which the ``num_candidates`` returned are chosen by minimum
+        Bayes risk (``metrics.mbr``) at scoring time, with the scoring embedder; None: the first ones."""
         if mode not in MODES:
             raise ValueError(f"mode: expected one of {MODES}, got {mode!r}")
         if actions not in ACTIONS:
             raise ValueError(f"actions: expected one of {ACTIONS}, got {actions!r}")
+        if mbr_samples is not None and (mode != "sequences" or int(mbr_samples) <= num_candidates):
+            raise ValueError(f"mbr_samples: needs mode 'sequences' and more samples than num_candidates "
+                             f"({num_candidates}), got {mbr_samples!r} with mode {mode!r}")
         self.mode, self.num_candidates, self.actions = mode, num_candidates, actions
+        self.mbr_samples = None if mbr_samples is None else int(mbr_samples)
 
     @classmethod
     def from_generation(cls, generation: Mapping[str, Any]) -> ForecastTask:
         return cls(mode=generation["mode"], num_candidates=int(generation["num_candidates"]),
-                   actions=generation.get("actions", "as_written"))
+                   actions=generation.get("actions", "as_written"), mbr_samples=generation.get("mbr_samples"))
 
     def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
-        candidates = candidates_from_texts(texts, self.mode, self.num_candidates)
+        candidates = candidates_from_texts(texts, self.mode, self.mbr_samples or self.num_candidates)
         if candidates is None or self.actions == "as_written":
             return candidates
         if item is None:
@@ -284,13 +311,20 @@ class ForecastTask(Task):
         n_random_draws: int = 5,
         seed: int = 0,
         prefix: str = "forecast",
+        history=None,
+        validation_points: Sequence[ForecastPoint] | None = None,
     ) -> Evaluation:
-        """``embedder``: an ``egohorizon.metrics.embedders`` embedder or its name (loaded once)."""
+        """``embedder``: an ``egohorizon.metrics.embedders`` embedder or its name (loaded once);
+        ``history`` and ``validation_points``: the habit baselines' training days and the points that
+        choose the strongest rival (``ForecastDataModule.eval_options``)."""
         if isinstance(embedder, str):
             embedder = _named_embedder(embedder)
-        return evaluate(
-            items, predictions, embedder, split, n_random_draws, seed, prefix, self.num_candidates
-        )
+        if self.mbr_samples:  # the parsed samples (up to mbr_samples) -> the num_candidates MBR keeps
+            from egohorizon.metrics.mbr import mbr_candidates
+
+            predictions = mbr_candidates(predictions, embedder, self.num_candidates)
+        return evaluate(items, predictions, embedder, split, n_random_draws, seed, prefix, self.num_candidates,
+                        history=history, validation_points=validation_points)
 
     def summary_rows(self, evaluation: Evaluation | None) -> list[dict[str, Any]]:
         return summary_rows(evaluation)
@@ -328,12 +362,15 @@ class ForecastTask(Task):
         return [row["id"] for row in evaluation.report["per_point"]]
 
     def compare_rows(self, evaluation: Evaluation) -> list[dict[str, Any]]:
-        """The model, repeat-last-K and random, each overall and per (source, level, K). The random
+        """The model, repeat-last-K, the habit baselines and random, each overall and per (source, level, K). The random
         baseline's S is the report's S_rand and its S_norm is 0 by the definition of S_norm."""
         rows = _report_rows("model", evaluation.report)
         repeat = evaluation.baselines.get("repeat_last")
         if repeat:
             rows += _report_rows(REPEAT_LAST, repeat)
+        for name in HABIT_PREDICTORS:  # the habit baselines, where the run had its training days at hand
+            if name in evaluation.baselines:
+                rows += _report_rows(name, evaluation.baselines[name])
         for row in _report_rows(RANDOM, evaluation.report):
             chance = row["S_rand"]
             rows.append({**row, "S": chance, "S_norm": 0.0 if chance is not None else None, "invalid": 0})

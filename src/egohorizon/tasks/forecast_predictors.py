@@ -14,11 +14,10 @@ from typing import Any
 
 from egohorizon.errors import ConfigError
 from egohorizon.schema import write_jsonl
-from egohorizon.tasks import PREDICTORS
+from egohorizon.tasks import HABIT_PREDICTORS, PREDICTORS
 from egohorizon.tasks.forecast import (
     candidates_from_texts,
     evaluate,
-    flat_metrics,
     group_suffix,
     prediction_records,
     repeat_last_predictions,
@@ -30,8 +29,9 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
     """Scores ``settings["predictors"]`` on the datamodule's test slot; returns the report dict.
 
     ``settings``: predictors, embedder, n_random_draws, seed and the ``llm`` block of eval.yaml.
-    ``model_evaluation``: the ``model`` predictor's ``Evaluation`` (its repeat-last baseline inside),
-    or None when ``model`` is not among the predictors."""
+    ``model_evaluation``: the ``model`` predictor's ``Evaluation`` (its repeat-last and, where the
+    datamodule has the training days, habit baselines inside), or None when ``model`` is not among the
+    predictors."""
     from egohorizon.metrics.embedders import get_embedder
 
     predictors = list(settings["predictors"])
@@ -39,29 +39,37 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
     if unknown:
         raise ConfigError(f"predictors: unknown {sorted(unknown)}; choose from {list(PREDICTORS)}")
     points = datamodule.points["test"]
+    history = datamodule.eval_options("test").get("history")
     if model_evaluation is not None:
         metrics = dict(model_evaluation.metrics)
         report = {"model": model_evaluation.report, **model_evaluation.baselines}
-        by_prefix = {"forecast": model_evaluation.report, "repeat_last": model_evaluation.baselines["repeat_last"]}
+        by_prefix = {"forecast": model_evaluation.report, **model_evaluation.baselines}
     else:  # the baselines need no model
-        baseline = evaluate(points, repeat_last_predictions(points), get_embedder(settings["embedder"]), split,
-                            settings["n_random_draws"], settings["seed"], prefix="repeat_last")
-        metrics = flat_metrics(baseline.report, split, "repeat_last")
-        report = {"repeat_last": baseline.report}
-        by_prefix = {"repeat_last": baseline.report}
+        embedder = get_embedder(settings["embedder"])
+        baseline = evaluate(points, repeat_last_predictions(points), embedder, split, settings["n_random_draws"],
+                            settings["seed"], prefix="repeat_last", history=history)
+        metrics = dict(baseline.metrics)  # repeat-last's keys with random's, and the habit baselines'
+        report = {**baseline.baselines, "repeat_last": baseline.report}
+        by_prefix = dict(report)
         write_jsonl(out_dir / "predictions" / "repeat_last.jsonl",
                     [{"id": pid, "candidates": c} for pid, c in baseline.candidates.items() if c])
     if "llm" in predictors:
         llm = llm_evaluation(settings, datamodule, out_dir, split)
         metrics.update(llm.metrics)
         report["llm"] = by_prefix["llm"] = llm.report
-    if "repeat_last" not in predictors:
-        report.pop("repeat_last", None)
-        by_prefix.pop("repeat_last", None)
-        metrics = {k: v for k, v in metrics.items() if "/repeat_last_" not in k}
+    if history is not None:
+        write_habit_predictions(points, history, [p for p in predictors if p in HABIT_PREDICTORS], out_dir)
+    for name in ("repeat_last", *HABIT_PREDICTORS):
+        if name not in predictors:
+            report.pop(name, None)
+            by_prefix.pop(name, None)
+            metrics = {k: v for k, v in metrics.items() if _predictor_of(k) != name}
     if "random" not in predictors:
         metrics = {k: v for k, v in metrics.items() if "/random_" not in k}
     rows = group_rows(by_prefix, with_random="random" in predictors)
+    text = format_rows(rows)
+    if any(p in HABIT_PREDICTORS for p in predictors):
+        text += "\n" + _habit_notes(history, model_evaluation)
     return {
         "task": "forecast",
         "split": split,
@@ -70,9 +78,35 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
         "metrics": metrics,
         "reports": report,
         "rows": rows,
-        "text": format_rows(rows),
+        "text": text,
         "evaluation": model_evaluation,  # the model's, for egohorizon compare; not written to report.json
     }
+
+
+def _predictor_of(key: str) -> str:
+    """The predictor a log key belongs to (``test/markov_all_S_L3_K1`` -> ``markov_all``, not ``markov``)."""
+    name = key.split("/", 1)[-1]
+    known = sorted(("repeat_last", "random", "forecast", "llm", *HABIT_PREDICTORS), key=len, reverse=True)
+    return next((p for p in known if name.startswith(f"{p}_")), "")
+
+
+def _habit_notes(history, model_evaluation) -> str:
+    from egohorizon.tasks.forecast_habits import format_versus
+
+    if history is None:
+        return "habit baselines: not computed (no day split and events at hand: points read from a file)"
+    versus = (model_evaluation.report.get("vs_strongest") or []) if model_evaluation is not None else []
+    return "\n".join(format_versus(versus)) or "habit baselines: learned from the split's training days only"
+
+
+def write_habit_predictions(points, history, names, out_dir: Path) -> None:
+    """``predictions/<name>.jsonl`` of each habit baseline (SPEC §6 rows; a point without history has none)."""
+    from egohorizon.tasks.forecast_habits import habit_candidates
+
+    for name in names:
+        candidates, _ = habit_candidates(name, points, history)
+        write_jsonl(out_dir / "predictions" / f"{name}.jsonl",
+                    [{"id": pid, "candidates": c, "model": name} for pid, c in candidates.items() if c])
 
 
 def llm_evaluation(settings: Mapping[str, Any], datamodule, out_dir: Path, split: str):
@@ -134,9 +168,10 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
     def num(value: Any) -> str:
         return "   n/a" if value is None else f"{value:6.3f}"
 
-    names = [(p, label) for p, label in (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"))
-             if any(f"{p}_S" in r for r in rows)]
-    header = f"{'group':>18} {'n':>5}" + "".join(f" | {label + ' S_norm (S) inv':>26}" for _, label in names)
+    known = (("forecast", "model"), ("llm", "llm"), ("repeat_last", "repeat-last"), *((h, h) for h in HABIT_PREDICTORS))
+    names = [(p, label) for p, label in known if any(f"{p}_S" in r for r in rows)]
+    widths = {p: max(22, len(label + " S_norm (S) inv")) for p, label in names}
+    header = f"{'group':>18} {'n':>5}" + "".join(f" | {label + ' S_norm (S) inv':>{widths[p]}}" for p, label in names)
     lines = [header + f" | {'random S':>8}"]
     for r in rows:
         n = next((r[f"{p}_n"] for p, _ in names if f"{p}_n" in r), 0)
@@ -144,6 +179,7 @@ def format_rows(rows: list[dict[str, Any]]) -> str:
         for p, _ in names:
             inv = r.get(f"{p}_invalid_rate")
             rate = "" if inv is None else f"{inv:4.0%}"
-            line += f" | {num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {rate:>5}"
+            cell = f"{num(r.get(f'{p}_S_norm'))} ({num(r.get(f'{p}_S'))}) {rate:>5}"
+            line += f" | {cell:>{widths[p]}}"
         lines.append(line + f" | {num(r.get('random_S')):>8}")
     return "\n".join(lines)

@@ -271,6 +271,36 @@ def test_fixed_replies_scored_by_hand_and_score_forecast_agrees(points_file, fix
     assert scored["groups"] == summary["groups"] and scored["per_point"] == summary["per_point"]
 
 
+def _history_files(tmp_path: Path) -> tuple[Path, Path]:
+    """P1's one training day, 31 December: L1 wash cup, dry cup, wash cup, dry cup; L2 make breakfast, go to work."""
+    texts = [(1, "wash cup"), (1, "dry cup"), (1, "wash cup"), (1, "dry cup"), (2, "make breakfast"), (2, "go to work")]
+    events = [{"id": f"h{i}", "participant": "P1", "day": "2025-12-31", "session": "s", "level": level,
+               "start": BASE - 86_400 + 3600 * (i + 1), "end": BASE - 86_400 + 3600 * (i + 1) + 60, "text": text,
+               "source": "toy"} for i, (level, text) in enumerate(texts)]
+    split = {"participants": {"P1": {"train": ["2025-12-31"], "test": ["2026-01-01", "2026-01-02"]}}}
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    return _write(tmp_path / "events.jsonl", events), tmp_path / "split.json"
+
+
+def test_habit_baselines_beside_the_model_with_history_and_split(points_file, fixed_server, tmp_path, capsys):
+    events, split = _history_files(tmp_path)
+    common = [points_file, "--model", "fixed", "--base-url", fixed_server.url, "--embedder", "exact"]
+    assert _bench(*common, "--out", tmp_path / "plain") == 0
+    assert "habit baselines: not computed (no --history)" in capsys.readouterr().out
+    assert json.loads((tmp_path / "plain" / "summary.json").read_text())["habits"] is None
+    out = tmp_path / "out"
+    assert _bench(*common, "--out", out, "--history", events, "--split", split) == 0
+    printed = capsys.readouterr().out
+    summary = json.loads((out / "summary.json").read_text())
+    markov = {(g["level"], g["k"]): g for g in summary["habits"]["markov"]["groups"]}
+    # L1: after "wash cup" comes "dry cup": B's 2nd candidate [wash cup, dry cup] is right (S 1), A and C 0;
+    # L2: D's last text is unseen (start list: go to work, make breakfast) and E's is followed by go to work
+    assert markov[(1, 2)]["S"] == pytest.approx(1 / 3) and markov[(2, 1)]["S"] == pytest.approx(1.0)
+    assert {v["strongest"] for v in summary["vs_strongest"]} == {"markov"}
+    assert "these same points" in summary["vs_strongest"][0]["rule"]
+    assert "habit baselines (training days of --split only)" in printed and "minus markov" in printed
+
+
 def test_a_model_failure_stays_unfinished_and_a_rerun_finishes_it(points_file, fixed_server, tmp_path, capsys):
     args = [points_file, "--model", "fixed", "--base-url", fixed_server.url, "--embedder", "exact"]
     whole = tmp_path / "whole"

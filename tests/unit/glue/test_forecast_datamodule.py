@@ -165,3 +165,42 @@ def test_the_evaluated_split_and_a_points_file_are_constructor_arguments(events_
     (tmp_path / "empty.jsonl").write_text("")
     with pytest.raises(ConfigError, match="holds no forecast points"):
         _datamodule(events_file, points_file=str(tmp_path / "empty.jsonl")).prepare_points()
+
+
+def test_eval_options_hand_the_habit_baselines_the_training_days_only(events_file):
+    from egohorizon.metrics.habits import learn_habits
+    from egohorizon.schema import Event
+
+    datamodule = _datamodule(events_file)
+    points = datamodule.prepare_points()
+    options = datamodule.eval_options("test")
+    assert options["validation_points"] == points["val"]
+    assert "validation_points" not in datamodule.eval_options("val")
+    events = load_jsonl(events_file, Event)
+    train_days = datamodule.split.days_in("train")
+    assert options["history"] == learn_habits(events, train_days)
+    held_out = [e for e in events if (e.participant, e.day) not in train_days]
+    assert held_out and options["history"].n_train_events == len(events) - len(held_out)
+    # points read from a file have no day split: no history, so no habit baseline is computed
+    path = events_file.parent / "few_points.jsonl"
+    write_jsonl(path, points["test"][:2])
+    assert _datamodule(events_file, points_file=str(path)).eval_options("test") == {}
+
+
+def test_a_points_file_with_the_run_s_split_file_gets_its_training_days(events_file, tmp_path):
+    from egohorizon.metrics.habits import learn_habits
+    from egohorizon.schema import Event
+
+    datamodule = _datamodule(events_file, tmp_path)
+    points = datamodule.prepare_points()
+    write_jsonl(tmp_path / "few.jsonl", points["test"][:2])
+    from_file = _datamodule(events_file, points_file=str(tmp_path / "few.jsonl"),
+                            split_file=str(tmp_path / "points" / "splits.json"))
+    options = from_file.eval_options("test")
+    assert "validation_points" not in options  # no validation points at hand: no strongest rival chosen
+    train_days = datamodule.split.days_in("train")
+    assert options["history"] == learn_habits(load_jsonl(events_file, Event), train_days)
+    # without the events at hand the points are still evaluated, without habit baselines
+    missing = _datamodule(tmp_path / "gone.jsonl", points_file=str(tmp_path / "few.jsonl"),
+                          split_file=str(tmp_path / "points" / "splits.json"))
+    assert len(missing.prepare_points()["test"]) == 2 and missing.eval_options("test") == {}

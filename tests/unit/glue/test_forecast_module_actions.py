@@ -44,3 +44,17 @@ def test_the_other_settings_add_nothing_to_generate(tokenizer, actions):
 def test_an_unknown_setting_is_named_with_the_choices(tokenizer):
     with pytest.raises(ConfigError, match="model.generation.actions.*exactly_k"):
         module(tokenizer, "shortest").generation_extras({"k": [10]}, prompt_length=7)
+
+
+def test_mbr_samples_set_how_many_sequences_are_sampled():
+    from types import SimpleNamespace
+
+    def per_input(**generation):
+        return ForecastModule.sequences_per_input(SimpleNamespace(generation={"num_candidates": 3, **generation}))
+
+    assert per_input(mode="sequences", mbr_samples=None) == 3
+    assert per_input(mode="sequences", mbr_samples=8) == 8
+    assert per_input(mode="in_prompt") == 1
+    for bad in ({"mode": "sequences", "mbr_samples": 3}, {"mode": "in_prompt", "mbr_samples": 8}):
+        with pytest.raises(ConfigError, match="mbr_samples"):
+            per_input(**bad)

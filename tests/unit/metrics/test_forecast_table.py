@@ -97,6 +97,8 @@ def test_cli_bad_input_is_named(capsys, tmp_path):
     assert "expected NAME=FILE" in capsys.readouterr().err
     assert main(["score", "forecast-table", "--gold", str(gold), "--pred", f"m={other}"]) != 0
     assert "none of its 1 prediction ids" in capsys.readouterr().err
+    assert main(["score", "forecast-table", "--gold", str(gold)]) == 2
+    assert "or --history and --split" in capsys.readouterr().err
 
 
 def test_fewer_than_1000_resamples_are_refused(capsys, tmp_path):
@@ -123,3 +125,73 @@ def test_a_bar_in_a_predictor_name_is_escaped_in_the_markdown_table():
     # every line has as many unescaped bars as the header
     bars = [len(line.replace("\\|", "")) - len(line.replace("\\|", "").replace("|", "")) for line in table.splitlines()]
     assert len(set(bars)) == 1
+
+
+def test_strongest_baseline_is_chosen_per_group_ties_to_the_earlier_name():
+    pts = points()
+    right = {p.id: [list(p.targets)] for p in pts}
+    half = {p.id: ([list(p.targets)] if i % 2 == 0 else None) for i, p in enumerate(pts)}
+    rows = compare_forecasters(pts, {"model": half, "weak": {}, "good": right, "twin": dict(right)},
+                               ExactEmbedder(), n_boot=1000, strongest_among=("weak", "good", "twin"))
+    by = {r["predictor"]: r for r in rows}
+    assert {r["baseline"] for r in rows} == {"good"} and "diff" not in by["good"]
+    assert by["model"]["diff"] == pytest.approx(by["model"]["S_norm"] - by["good"]["S_norm"])
+    assert "(strongest: good)" in format_table(rows, "strongest")
+
+
+JAN1 = 1_704_067_200
+
+
+def _habit_files(tmp_path, train_day="2024-01-01"):
+    """Events: P1 on 1 January opens the fridge, then takes milk, three times; the points are on 2 January."""
+    events = []
+    for i in range(6):
+        text = ACTIONS[i % 2]
+        events.append({"id": f"e{i}", "participant": "P1", "day": "2024-01-01", "session": "s", "level": 1,
+                       "start": JAN1 + 3600 + 60 * i, "end": JAN1 + 3630 + 60 * i, "text": text, "source": "demo"})
+    _write(tmp_path / "events.jsonl", events)
+    held_out = "2024-01-02" if train_day != "2024-01-02" else "2024-01-03"
+    split = {"participants": {"P1": {"train": [train_day], "test": [held_out]}}}
+    (tmp_path / "split.json").write_text(json.dumps(split))
+    t0 = JAN1 + 86_400 + 3600
+    pts = [ForecastPoint(id=f"q{i}", source="demo", participant="P1", level=1, k=1, t0=t0 + 60 * i,
+                         context=[{"start": t0 + 60 * i - 30, "end": t0 + 60 * i - 10, "text": ACTIONS[i % 2]}],
+                         targets=[ACTIONS[(i + 1) % 2] if i < 4 else ACTIONS[2 + i % 3]],
+                         windows=[[t0 + 60 * i, t0 + 60 * i + 20]], day="2024-01-02") for i in range(6)]
+    _write(tmp_path / "points.jsonl", [p.to_dict() for p in pts])
+    return pts
+
+
+def test_cli_habit_baselines_from_history_and_split(capsys, tmp_path):
+    pts = _habit_files(tmp_path)
+    pred = tmp_path / "model.jsonl"
+    _write(pred, [{"id": p.id, "candidates": [list(p.targets)]} for p in pts])
+    common = ["score", "forecast-table", "--gold", str(tmp_path / "points.jsonl"), "--pred", f"model={pred}",
+              "--embedder", "exact", "--boot", "1000"]
+    assert main(common) == 0
+    assert "habit baselines: not computed (no --history)" in capsys.readouterr().out
+    out = tmp_path / "table.json"
+    assert main([*common, "--history", str(tmp_path / "events.jsonl"), "--split", str(tmp_path / "split.json"),
+                 "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    # markov: after "open fridge" comes "take milk" and after that "open fridge": right on q0-q3 (S 4/6);
+    # repeat-last never is; frequency says "take milk" (the later of two equal counts): right on q0, q2
+    report = json.loads(out.read_text())
+    by = {r["predictor"]: r for r in report["rows"]}
+    assert by["markov"]["S"] == pytest.approx(4 / 6) and by["frequency"]["S"] == pytest.approx(2 / 6)
+    assert by["model"]["baseline"] == "markov" and "these same points" in report["baseline_rule"]
+    assert report["habit_counts"]["time_of_day"] == {"no_history": 0, "no_clock": 0}
+    assert "| demo L1 K=1 | markov_all |" in printed and "strongest: of repeat_last" in printed
+    # the baselines alone, without any --pred
+    assert main([*common[:4], "--embedder", "exact", "--boot", "1000", "--history", str(tmp_path / "events.jsonl"),
+                 "--split", str(tmp_path / "split.json")]) == 0
+    assert "| demo L1 K=1 | markov | 6 | 0 | 0.667 |" in capsys.readouterr().out
+
+
+def test_cli_refuses_a_split_that_trained_on_the_points_days(capsys, tmp_path):
+    pts = _habit_files(tmp_path, train_day="2024-01-02")
+    _write(tmp_path / "m.jsonl", [{"id": p.id, "candidates": [["x"]]} for p in pts])
+    code = main(["score", "forecast-table", "--gold", str(tmp_path / "points.jsonl"), "--pred",
+                 f"m={tmp_path / 'm.jsonl'}", "--embedder", "exact", "--history", str(tmp_path / "events.jsonl"),
+                 "--split", str(tmp_path / "split.json")])
+    assert code == 2 and "training days of this split" in capsys.readouterr().err

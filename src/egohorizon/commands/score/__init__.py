@@ -17,6 +17,7 @@ import argparse
 from egohorizon.commands._args import bounded_float, bounded_int, positive_float, positive_int, seed
 from egohorizon.commands._owned import declare_output
 from egohorizon.commands.export import FORECAST_FORMATS, QA_FORMATS, add_export_options
+from egohorizon.commands.habit_args import add_history_arguments
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -63,10 +64,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "interval over points and its paired difference to --baseline.",
     )
     table.add_argument("--gold", required=True, help="the points (.jsonl) every predictor was run on")
-    table.add_argument("--pred", action="append", required=True, metavar="NAME=FILE",
-                       help="a predictor's name and its predictions .jsonl (repeatable)")
-    table.add_argument("--baseline", default="repeat_last",
-                       help="the predictor the differences are taken to (default repeat_last, always scored)")
+    table.add_argument("--pred", action="append", default=[], metavar="NAME=FILE",
+                       help="a predictor's name and its predictions .jsonl (repeatable; may be left out with "
+                            "--history, to score the baselines alone)")
+    table.add_argument("--baseline", default=None,
+                       help="the predictor the differences are taken to, or 'strongest' (per group the best of "
+                            "repeat_last, frequency, markov, time_of_day on these points); default: strongest with "
+                            "--history, else repeat_last (always scored)")
     table.add_argument("--embedder", default="minilm", help="as for score forecast (default minilm)")
     table.add_argument("--draws", type=positive_int, default=5, help="random-baseline draws per point (default 5)")
     table.add_argument("--max-candidates", type=positive_int, default=3, help="N of best-of-N (default 3)")
@@ -75,6 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     table.add_argument("--boot", type=bounded_int(1000), default=2000,
                        help="bootstrap resamples, at least 1000 (default 2000)")
     table.add_argument("--out", default=None, help="write the rows as JSON here")
+    add_history_arguments(table)
     table.set_defaults(handler=_lazy("forecast", "run_forecast_table"))
 
     qa = _task(tasks, "qa", "multiple-choice accuracy: per task, Avg, Acc, per level, invalid, chance")
@@ -211,7 +216,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     agreement.add_argument("--plot", default=None, help="write the score histogram as a PNG here")
     agreement.set_defaults(handler=_lazy("agreement", "run_agreement"))
     for task in (forecast, table, qa, segments, captions, boxes, judges, agreement):
-        declare_output(task, inputs=("gold", "pred"), kind="file")  # a report over its own predictions: refused
+        declare_output(task, inputs=("gold", "pred", "history", "split"), kind="file")  # a report over its own predictions: refused
 
 
 def add_llm_judge_options(parser: argparse.ArgumentParser) -> None:

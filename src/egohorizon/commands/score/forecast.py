@@ -13,14 +13,19 @@ def run_forecast_table(args: argparse.Namespace) -> int:
     """Every named predictor and repeat-last on the same points (``metrics.forecast_table``)."""
     import sys
 
+    from egohorizon.commands.habit_args import history_from_args
     from egohorizon.errors import ConfigError, DataError
     from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.forecast_table import compare_forecasters, format_table
+    from egohorizon.metrics.habits import STRONGEST_AMONG
     from egohorizon.schema import ForecastPoint, ForecastPrediction
     from egohorizon.tasks import get_task
     from egohorizon.tasks.forecast import repeat_last_predictions
+    from egohorizon.tasks.forecast_habits import RULE_SAME_POINTS
 
     check_out(args.out)  # before any scoring, as the other score commands do
+    if not args.pred and not args.history:
+        raise ConfigError("give --pred NAME=FILE (repeatable), or --history and --split to score the baselines alone")
     points = load_gold(args, ForecastPoint)
     task = get_task("forecast", num_candidates=args.max_candidates)
     predictions: dict[str, dict] = {}
@@ -39,14 +44,40 @@ def run_forecast_table(args: argparse.Namespace) -> int:
             sys.stderr.write(f"{path}: {len(missing)} of {len(points)} points have no prediction (scored invalid)\n")
         predictions[name] = {r.id: task.parse_record(r) for r in records}
     predictions["repeat_last"] = repeat_last_predictions(points)
-    if args.baseline not in predictions:
-        raise ConfigError(f"--baseline {args.baseline!r}: not among {list(predictions)}")
-    rows = compare_forecasters(points, predictions, get_embedder(args.embedder), baseline=args.baseline,
-                               n_random_draws=args.draws, seed=args.seed, max_candidates=args.max_candidates,
-                               n_boot=args.boot)
-    sys.stdout.write(format_table(rows, args.baseline))
-    write_report({"rows": rows, "gold": args.gold, "pred": args.pred}, args.out)
+    history = history_from_args(args, points)
+    notes, habit_counts = habit_table_inputs(points, history, predictions)
+    baseline = args.baseline or ("strongest" if history is not None else "repeat_last")
+    if baseline == "strongest" and history is None:
+        raise ConfigError("--baseline strongest needs the habit baselines: give --history and --split")
+    if baseline not in (*predictions, "strongest"):
+        raise ConfigError(f"--baseline {baseline!r}: not among {[*predictions, 'strongest']}")
+    strongest = STRONGEST_AMONG if baseline == "strongest" else ()
+    rows = compare_forecasters(points, predictions, get_embedder(args.embedder),
+                               baseline=None if strongest else baseline, n_random_draws=args.draws, seed=args.seed,
+                               max_candidates=args.max_candidates, n_boot=args.boot, strongest_among=strongest)
+    sys.stdout.write(format_table(rows, baseline))
+    if strongest:
+        notes.insert(0, f"strongest: of {', '.join(STRONGEST_AMONG)}, per group, the {RULE_SAME_POINTS}")
+    sys.stdout.write("".join(f"{line}\n" for line in notes))
+    write_report({"rows": rows, "gold": args.gold, "pred": args.pred, "habit_counts": habit_counts,
+                  "baseline_rule": RULE_SAME_POINTS if strongest else baseline}, args.out)
     return 0
+
+
+def habit_table_inputs(points, history, predictions: dict) -> tuple[list[str], dict]:
+    """Adds the habit baselines' candidates to ``predictions`` (when ``history``); returns the lines that
+    say what they are (or that they were not computed) and their no_history / no_clock counts."""
+    from egohorizon.metrics.habits import HABIT_PREDICTORS
+    from egohorizon.tasks.forecast_habits import NOT_COMPUTED, habit_candidates
+
+    if history is None:
+        return [NOT_COMPUTED], {}
+    counts = {}
+    for name in HABIT_PREDICTORS:
+        predictions[name], by_group = habit_candidates(name, points, history)
+        counts[name] = {f: sum(c[f] for c in by_group.values()) for f in ("no_history", "no_clock")}
+    line = "; ".join(f"{n} {c['no_history']}/{c['no_clock']}" for n, c in counts.items())
+    return [f"habit baselines (training days of --split only), no_history points / no_clock slots: {line}"], counts
 
 
 def run_forecast(args: argparse.Namespace) -> int:

@@ -24,6 +24,7 @@ from typing import Any
 from egohorizon.atomic_files import write_json_atomic
 from egohorizon.errors import DataError
 from egohorizon.schema import SCHEMA_VERSION, Event, QAItem, Recording, remove_stale_temps, write_jsonl
+from egohorizon.schema.events import LOCAL_CLOCK_AS_UTC  # noqa: F401 - the converters import it from here
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,6 @@ ANNOTATION_SUFFIXES = (".csv", ".json", ".pkl")
 # them as if they were UTC: `datetime.fromtimestamp(t, timezone.utc)` then gives back the local date
 # and clock time, so days are the real calendar days and time of day keeps its meaning (breakfast at
 # 08:00). The absolute instant is off by the (unknown) UTC offset, which no use here depends on.
-LOCAL_CLOCK_AS_UTC = "local_clock_as_utc"
 SINCE_FIRST_RECORDING = "seconds_since_first_recording"
 TIME_ZONE_NOTE = ("Recording clock times are local wall-clock times without a time zone; they are "
                   "stored as if they were UTC, so the UTC date of a timestamp is the local calendar "
