@@ -226,6 +226,16 @@ def _lock(folder: Path, command: str, option: str, suffix: str) -> None:
     _held[key] = fd
 
 
+def lock_folder(folder: str | os.PathLike, command: str, option: str = "--out") -> Path:
+    """Takes ``folder``'s lock for a command that adds files to a shared place rather than claiming a
+    folder of its own (``data fetch`` into a data home): a second such run at once is refused, never mixed.
+    ``release`` lets go."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _lock(folder, command, option, "")
+    return folder
+
+
 def release(folder: str | os.PathLike) -> None:
     fd = _held.pop(Path(folder).resolve(), None)
     if fd is not None:
@@ -244,6 +254,19 @@ def release_all(failed: bool = False) -> None:
             for entry in folder.iterdir():
                 entry.unlink()
             folder.rmdir()
+
+
+def check_written_by(folder: str | os.PathLike, command: str, option: str = "OUT") -> Path:
+    """Refuses to add files to ``folder`` unless ``command`` marked it: a command that completes another's
+    output (``caption merge`` writing a caption run's events.jsonl) must not write into a user's folder or
+    another command's output."""
+    folder = Path(folder)
+    marker = read_marker(folder) if folder.is_dir() else None
+    if marker is None or marker["command"] != command:
+        who = f"written by egohorizon {marker['command']}" if marker else f"no {MARKER}"
+        raise OwnershipError(f"{option} {folder}: not a folder that egohorizon {command} wrote ({who}); nothing "
+                             "was changed")
+    return folder
 
 
 def check_output_file(out: str | os.PathLike, input_paths: Iterable[str | os.PathLike | None],

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from egohorizon.commands import write_result
 from egohorizon.commands._args import (
@@ -170,10 +169,11 @@ def run_caption(args: argparse.Namespace) -> int:
 
 def run_merge(args: argparse.Namespace) -> int:
     from egohorizon.errors import ConfigError
+    from egohorizon.owned_output import check_written_by
     from egohorizon.pipelines.caption.events import write_events
     from egohorizon.pipelines.caption.results import result_files
 
-    out = Path(args.out)
+    out = check_written_by(args.out, "caption run", option="caption merge OUT")  # issue 36: never a user's folder
     if not result_files(out):
         raise ConfigError(f"{out}: no captions.jsonl or captions.part-*.jsonl to merge")
     write_result(write_events(out), indent=None)

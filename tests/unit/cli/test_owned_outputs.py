@@ -197,3 +197,21 @@ def test_a_later_pipeline_stop_or_another_cache_continues_the_same_folder(tmp_pa
     release_all()
     claim_output(build_parser().parse_args([*answer, "--cache-dir", str(tmp_path / "cache")]))
     release_all()
+
+
+def test_caption_merge_writes_only_into_a_caption_runs_folder(tmp_path, capsys):
+    # issue 36: `caption merge OUT` wrote events.jsonl and scenes.jsonl into any folder holding a captions file
+    user = _user_folder(tmp_path)
+    (user / "captions.jsonl").write_text("")
+    (user / "events.jsonl").write_text("a user's events\n")
+    before = _listing(user)
+    assert main(["caption", "merge", str(user)]) == 2
+    assert "not a folder that egohorizon caption run wrote" in capsys.readouterr().err
+    assert _listing(user) == before and (user / "events.jsonl").read_text() == "a user's events\n"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "captions.jsonl").write_text("")
+    (other / MARKER).write_text(json.dumps({"command": "abstract", "digest": "x", "inputs": {}}))
+    assert main(["caption", "merge", str(other)]) == 2
+    assert "written by egohorizon abstract" in capsys.readouterr().err
+    assert not (other / "events.jsonl").exists()

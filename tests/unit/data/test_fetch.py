@@ -128,6 +128,23 @@ def test_a_file_the_fetch_did_not_write_is_named_and_left_alone(mirrors, place, 
     assert mine.read_text() == "my own edit\n"
 
 
+def test_a_second_fetch_of_the_same_set_at_once_is_refused_and_changes_nothing(mirrors, place, tmp_path):
+    # issue 36: two runs into one folder at once: the second is refused (a lock), never a mixed folder
+    import fcntl
+
+    from egohorizon.owned_output import LOCK
+
+    folder = tmp_path / "home" / SETS["rulstm"].folder
+    folder.mkdir(parents=True)
+    with open(folder / LOCK, "w") as held:  # what a first fetch, still writing, holds
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(ConfigError, match="another egohorizon data fetch is writing this folder now"):
+            fetch(["rulstm"], remotes=_remotes(mirrors), say=lambda _: None, **place)
+        assert sorted(p.name for p in folder.iterdir()) == [LOCK]
+    fetch(["rulstm"], remotes=_remotes(mirrors), say=lambda _: None, **place)  # once it is done: fine
+    assert _matching(tmp_path / "home", [SETS["rulstm"]])
+
+
 def test_from_dir_is_checked_the_same_way(shared_data, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("EGOHORIZON_DATA", str(tmp_path / "home"))
     assert main(["data", "fetch", "hd-epic", "--from", str(shared_data)]) == 0

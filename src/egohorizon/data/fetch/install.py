@@ -22,6 +22,7 @@ from egohorizon.data.fetch.homes import ENV, find_home, write_home
 from egohorizon.data.fetch.sets import DataSet, FileEntry, file_problem, resolve
 from egohorizon.data.fetch.sources import GitSource, LocalSource
 from egohorizon.errors import ConfigError, DataError
+from egohorizon.owned_output import LOCK, lock_folder, release
 
 log = logging.getLogger(__name__)
 
@@ -76,12 +77,20 @@ def fetch_set(dataset: DataSet, home: Path, label: str, source: LocalSource | No
     if todo or not (folder / ABOUT).is_file():
         _check_writable(folder, home, label)
     if todo:
-        source = source or GitSource(dataset, home / CACHE / f"{dataset.name}.git")
-        for entry in todo:
-            _install(dataset, entry, folder, ledger, source)
-            say(f"  {entry.path} ({entry.size:,} B)")
-        source.close()
-        _remove_if_empty(home / CACHE)
+        # issue 36: two fetches of one set at once: the second is refused (a lock), never a mixed folder
+        lock_folder(folder, "data fetch", option=f"data home {label}:")
+        try:
+            source = source or GitSource(dataset, home / CACHE / f"{dataset.name}.git")
+            for entry in todo:
+                _install(dataset, entry, folder, ledger, source)
+                say(f"  {entry.path} ({entry.size:,} B)")
+            source.close()
+            _remove_if_empty(home / CACHE)
+        finally:
+            # the lock file goes too: a data home holds the manifest's files, the ledger and the terms only
+            # (every file is checked by sha256 before it is renamed in, so a rare race costs no wrong byte)
+            (folder / LOCK).unlink(missing_ok=True)
+            release(folder)
     _write_about(dataset, folder, ledger)
     say(f"  {_files(len(todo))} fetched, {len(dataset.files) - len(todo)} already there; in {folder}")
 
