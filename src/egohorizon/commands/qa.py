@@ -172,9 +172,10 @@ def run_answer(args: argparse.Namespace) -> int:
                                answer_prior=answer_prior(train_items))
     prompt = load_prompt(QA_PROMPT_NAME)
     out = Path(args.out)
-    write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,
-                                                                   prompt.name, prompt.version, 0))
-    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id,
+    made = backend.generation_record()  # a local model's dtype and stop rule (the cache is keyed by them too)
+    rows = task.prediction_records(items, raw, predictions, backend.model_id, prompt.name, prompt.version, 0)
+    write_jsonl(out / "predictions.jsonl", [{**row, **made} for row in rows])
+    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id, **made,
               "notes": args.notes, "memory": args.memory if args.notes else None, "per_task": args.per_task,
               "levels": args.levels, "split": args.split}
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))

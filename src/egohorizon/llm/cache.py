@@ -1,7 +1,9 @@
 """An on-disk cache of completions, so that re-running a job makes no new model calls.
 
 The key is a SHA-256 of everything that determines the answer: the backend's ``model_id``, the
-messages (images by content hash), ``max_new_tokens``, ``temperature``, ``seed`` and ``n``. Values
+messages (images by content hash), ``max_new_tokens``, ``temperature``, ``seed`` and ``n``, and what the
+backend records of its own decoding (a local model's weights dtype and stop rule: issue 37, so answers made
+in float32 are not served to a bfloat16 run). Values
 are the list of completions. Storage is one SQLite file (stdlib ``sqlite3``, WAL mode) so several
 threads and processes can share it safely.
 """
@@ -108,7 +110,9 @@ class CachedBackend(LLMBackend):
     ) -> list[list[str]]:
         # ``options``: a backend's own decoding options (e.g. the abstractor's grouping_events); part of the key.
         params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed, "n": n, **options}
-        keys = [cache_key(self.model_id, p, **params) for p in prompts]
+        # the backend's dtype and stop rule key the answers, but are not request settings to pass on
+        keyed = {**params, **self.backend.generation_record()}
+        keys = [cache_key(self.model_id, p, **keyed) for p in prompts]
         results: list[list[str] | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, r in enumerate(results) if r is None]
         self.hits += len(prompts) - len(missing)
@@ -124,3 +128,6 @@ class CachedBackend(LLMBackend):
 
     def describe(self) -> dict[str, Any]:
         return {**self.backend.describe(), "cache": str(self.cache.path)}
+
+    def generation_record(self) -> dict[str, Any]:
+        return self.backend.generation_record()
