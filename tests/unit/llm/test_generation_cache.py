@@ -50,5 +50,5 @@ def test_the_cache_is_keyed_by_dtype_and_refuses_another_dtype(llama_folder, tmp
 def test_a_servers_answers_keep_their_keys():
     server = OpenAIChatBackend("http://127.0.0.1:9/v1", "served")
     assert server.generation_record() == {}
-    assert cache_key("served", "hi", max_new_tokens=3) == cache_key("served", "hi", **{"max_new_tokens": 3},
+    assert cache_key("served", "hi", max_new_tokens=3) == cache_key("served", "hi", max_new_tokens=3,
                                                                     **server.generation_record())
