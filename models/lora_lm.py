@@ -8,7 +8,8 @@ images, optimizers and schedulers (partials from the config), Lightning checkpoi
 trainable weights (the adapter and any ``modules_to_save``; the frozen base is reloaded from the
 backbone), ``save_adapter`` (a plain PEFT adapter folder with the tokenizer and the prompt beside it:
 litgpt's prompt_style.yaml habit), and seeded generation of N candidates per input, conditioned on
-the batch's images when it has some.
+the batch's images when it has some, on one LoRA-merged bfloat16 copy per evaluation pass where the device
+computes bfloat16 natively (``generation.dtype``; the training model is not touched).
 
 Batches (egohorizon.backbones.collate describes them): ``input_ids``, ``attention_mask``, ``labels``
 for the loss; ``prompt_ids``, ``prompt_mask`` (left-padded) for generation; with images also
