@@ -130,7 +130,7 @@ def timed(run, tokenizer) -> tuple[float, int, list[str]]:
     return seconds, tokens, texts
 
 
-def main(argv: list[str] | None = None) -> int:
+def arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--prompts", type=int, default=8)
     parser.add_argument("--samples", type=int, default=3, help="candidates per prompt (num_return_sequences)")
@@ -138,11 +138,34 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="prompts per generate call")
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--adapter", help="a trained *.adapter folder (default: a fresh LoRA with seeded noise)")
-    parser.add_argument("--data", type=Path, default=Path(os.environ.get("EGOHORIZON_SHARED_DATA") or ROOT.parent / "shared" / "data"))
-    parser.add_argument("--cache-dir", default=os.environ.get("EGOHORIZON_TEST_BACKBONES") or str(ROOT / ".cache" / "backbones"))
+    parser.add_argument("--data", type=Path,
+                        default=Path(os.environ.get("EGOHORIZON_SHARED_DATA") or ROOT.parent / "shared" / "data"))
+    parser.add_argument("--cache-dir",
+                        default=os.environ.get("EGOHORIZON_TEST_BACKBONES") or str(ROOT / ".cache" / "backbones"))
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
+
+def alternate(runs: dict, repeats: int, tokenizer) -> tuple[dict, list[float], list[float]]:
+    """Each run of ``runs`` (project, bare) ``repeats`` times in ABBA order: pooled [seconds, tokens] per
+    run, each repeat's project/bare ratio and its share of identical texts."""
+    totals = {name: [0.0, 0] for name in runs}
+    ratios, same, texts = [], [], {}
+    for repeat in range(repeats):
+        figures = {}
+        for name in ("project", "bare") if repeat % 2 == 0 else ("bare", "project"):
+            seconds, tokens, texts[name] = timed(runs[name], tokenizer)
+            totals[name][0] += seconds
+            totals[name][1] += tokens
+            figures[name] = tokens / seconds
+            print(f"repeat {repeat + 1} {name:8s} {tokens:6d} new tokens in {seconds:6.1f} s: {tokens / seconds:6.1f}/s")
+        ratios.append(figures["project"] / figures["bare"])
+        same.append(sum(a == b for a, b in zip(texts["project"], texts["bare"])) / len(texts["bare"]))
+    return totals, ratios, same
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = arguments(argv)
     import torch
 
     from egohorizon.backbones import GGUFBackbone
@@ -154,9 +177,8 @@ def main(argv: list[str] | None = None) -> int:
     module = build_module(backbone, args.samples, args.max_new_tokens, args.adapter)
     tokenizer = module.tokenizer
     work = batches(tokenizer, points, args.batch_size)
-    dtype = generation_dtype("auto", "cpu")
-    if dtype != "bfloat16":
-        print(f"note: this CPU has no native bfloat16 (the project generates in {dtype} here); bf16 is forced")
+    if generation_dtype("auto", "cpu") != "bfloat16":
+        print("note: this CPU has no native bfloat16 (the project generates in float32 here); bf16 is forced")
         module.generation["dtype"] = "bfloat16"
     bare = copy.deepcopy(module.model).merge_and_unload().to(torch.bfloat16).eval()
 
@@ -167,25 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     def plain() -> list[str]:
         return [t for i, b in enumerate(work) for t in bare_generate(bare, tokenizer, b, i, args.samples, args.max_new_tokens)]
 
-    warm = [{**work[0], "prompt_ids": work[0]["prompt_ids"][:1], "prompt_mask": work[0]["prompt_mask"][:1], "k": [10]}]
-    module.generate_texts(warm[0])  # one-time kernel set-up of each path, untimed
-    bare_generate(bare, tokenizer, warm[0], 0, 1, 4)
-    runs = {"project": project, "bare": plain}
-    totals = {name: [0.0, 0] for name in runs}
-    ratios, same, texts = [], [], {}
-    for repeat in range(args.repeats):
-        order = ("project", "bare") if repeat % 2 == 0 else ("bare", "project")
-        figures = {}
-        for name in order:
-            seconds, tokens, texts[name] = timed(runs[name], tokenizer)
-            totals[name][0] += seconds
-            totals[name][1] += tokens
-            figures[name] = tokens / seconds
-            print(f"repeat {repeat + 1} {name:8s} {tokens:6d} new tokens in {seconds:6.1f} s: {tokens / seconds:6.1f}/s")
-        ratios.append(figures["project"] / figures["bare"])
-        same.append(sum(a == b for a, b in zip(texts["project"], texts["bare"])) / len(texts["bare"]))
+    warm = {**work[0], "prompt_ids": work[0]["prompt_ids"][:1], "prompt_mask": work[0]["prompt_mask"][:1], "k": [10]}
+    module.generate_texts(warm)  # one-time kernel set-up of each path, untimed
+    bare_generate(bare, tokenizer, warm, 0, 1, 4)
+    totals, ratios, same = alternate({"project": project, "bare": plain}, args.repeats, tokenizer)
     module.generation["dtype"] = "float32"
     seconds, tokens, _ = timed(project, tokenizer)
+    print(f"float32  {tokens:6d} new tokens in {seconds:6.1f} s: {tokens / seconds:6.1f}/s")
     totals["float32"] = [seconds, tokens]
     rate = {name: tokens / seconds for name, (seconds, tokens) in totals.items()}
     result = {"prompts": args.prompts, "samples": args.samples, "max_new_tokens": args.max_new_tokens,
