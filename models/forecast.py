@@ -6,7 +6,9 @@ for one output that lists all N (how an untrained backbone is prompted in contex
 ``max_new_tokens`` plus ``max_new_tokens_per_action`` per target action of the batch's largest K.
 ``generation.actions`` says what becomes of a candidate's length: ``as_written`` (scored as the model
 wrote it), ``first_k`` (its first K actions kept), ``exactly_k`` (no list may close before K actions,
-egohorizon.llm.action_count, then its first K kept). The cutting is the forecast task's parse.
+egohorizon.llm.action_count, then its first K kept). With first_k and exactly_k a candidate stops
+once its list holds K finished actions (nothing after them is read); the task's parse closes that open
+reply and does the cutting.
 
 Generation returns raw texts; parsing and scoring belong to the forecast task and its callback.
 """
@@ -43,19 +45,29 @@ class ForecastModule(LoRALanguageModule):
         g = self.generation
         return g["max_new_tokens"] + g["max_new_tokens_per_action"] * max(batch["k"])
 
-    def generation_extras(self, batch: dict[str, Any], prompt_length: int) -> dict[str, Any]:
+    def stop_rule(self) -> str:
+        """``k_actions`` when a candidate's first K actions are all that is kept (first_k, exactly_k):
+        it stops once its list holds them (egohorizon.llm.action_count.ActionCountStoppingCriteria)."""
         actions = self.generation["actions"]
         if actions not in ACTIONS:
             raise ConfigError(f"model.generation.actions: expected one of {ACTIONS}, got {actions!r}")
-        if actions != "exactly_k":
-            return {}
-        from transformers import LogitsProcessorList
+        return "max_new_tokens" if actions == "as_written" else "k_actions"
 
-        from egohorizon.llm.action_count import ActionCountLogitsProcessor
+    def generation_extras(self, batch: dict[str, Any], prompt_length: int) -> dict[str, Any]:
+        if self.stop_rule() != "k_actions":
+            return {}
+        from transformers import LogitsProcessorList, StoppingCriteriaList
+
+        from egohorizon.llm.action_count import ActionCountLogitsProcessor, ActionCountStoppingCriteria
         from egohorizon.llm.constraints import token_texts
 
         if self._token_texts is None:  # the vocabulary decoded once per model, not per batch
             self._token_texts = token_texts(self.tokenizer)
-        processor = ActionCountLogitsProcessor(self._token_texts, self.tokenizer.eos_token_id,
-                                               [int(k) for k in batch["k"]], prompt_length)
-        return {"logits_processor": LogitsProcessorList([processor])}
+        ks = [int(k) for k in batch["k"]]
+        lists = 1 if self.generation["mode"] == "sequences" else self.generation["num_candidates"]
+        extras = {"stopping_criteria": StoppingCriteriaList(
+            [ActionCountStoppingCriteria(self._token_texts, ks, prompt_length, lists)])}
+        if self.generation["actions"] == "exactly_k":
+            processor = ActionCountLogitsProcessor(self._token_texts, self.tokenizer.eos_token_id, ks, prompt_length)
+            extras["logits_processor"] = LogitsProcessorList([processor])
+        return extras

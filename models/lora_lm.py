@@ -8,7 +8,8 @@ images, optimizers and schedulers (partials from the config), Lightning checkpoi
 trainable weights (the adapter and any ``modules_to_save``; the frozen base is reloaded from the
 backbone), ``save_adapter`` (a plain PEFT adapter folder with the tokenizer and the prompt beside it:
 litgpt's prompt_style.yaml habit), and seeded generation of N candidates per input, conditioned on
-the batch's images when it has some.
+the batch's images when it has some, on one LoRA-merged bfloat16 copy per evaluation pass where the device
+computes bfloat16 natively (``generation.dtype``; the training model is not touched).
 
 Batches (egohorizon.backbones.collate describes them): ``input_ids``, ``attention_mask``, ``labels``
 for the loss; ``prompt_ids``, ``prompt_mask`` (left-padded) for generation; with images also
@@ -33,6 +34,7 @@ import torch
 from egohorizon.backbones import Backbone, needs_mm_token_type_ids
 from egohorizon.checkpoints import ADAPTER_META_FILE
 from egohorizon.errors import ConfigError
+from egohorizon.precision import GENERATION_DTYPES, generation_dtype
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,9 @@ class LoRALanguageModule(L.LightningModule):
         "num_beams": None,  # beam search width; defaults to num_candidates
         "max_new_tokens": 24,
         "seed": 0,
+        # The weights' dtype at generation: auto is bfloat16 where the device computes it natively
+        # (egohorizon.precision.generation_dtype), through one merged copy per evaluation pass.
+        "dtype": "auto",
     }
     default_prompt: ClassVar[str | None] = None  # the prompt file used when ``prompt`` is not given
 
@@ -72,6 +77,9 @@ class LoRALanguageModule(L.LightningModule):
             raise ConfigError(
                 f"model.generation: unknown keys {sorted(unknown)}; known: {sorted(self.generation_defaults)}"
             )
+        dtype = (generation or {}).get("dtype", "auto")
+        if dtype not in GENERATION_DTYPES:
+            raise ConfigError(f"model.generation.dtype: expected one of {GENERATION_DTYPES}, got {dtype!r}")
         self.save_hyperparameters(ignore=["backbone", "optimizer", "scheduler"])
         self.backbone = backbone
         self.optimizer_factory, self.scheduler_factory = optimizer, scheduler
@@ -83,6 +91,9 @@ class LoRALanguageModule(L.LightningModule):
         self.prompt_name = prompt
         self.model = None
         self.tokenizer = None
+        # The merged low-precision copy generation runs on, for one evaluation pass (a dict, not an
+        # attribute: a Module attribute would become a submodule and land in checkpoints).
+        self._generation_copy: dict[str, Any] = {}
         self.adapter_metadata: dict[str, Any] = {}  # set by egohorizon.run.setup.build_model: data settings saved beside adapters
         # Lightning checkpoints hold only trainable weights; the frozen base comes from the backbone.
         self.strict_loading = False
@@ -262,10 +273,61 @@ class LoRALanguageModule(L.LightningModule):
         ``prefix_allowed_tokens_fn``); none by default."""
         return {}
 
+    def stop_rule(self) -> str:
+        """When a candidate stops before ``max_new_tokens`` (besides EOS): recorded beside predictions and
+        in the llm cache key. ``max_new_tokens`` here; the forecaster may stop at K actions."""
+        return "max_new_tokens"
+
+    def generation_dtype(self) -> str:
+        """The weights' dtype ``generate_texts`` uses: ``generation.dtype`` resolved for this device and
+        backbone; a sharded model (ZeRO-3, FSDP) generates as it is, in the trainer's precision."""
+        if self._sharded():
+            return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+        return generation_dtype(self.generation["dtype"], self.device.type, toy=self.backbone.toy)
+
+    def generation_record(self) -> dict[str, str]:
+        """What every prediction record says about how its text was generated, beside model and seed."""
+        return {"dtype": self.generation_dtype(), "stop": self.stop_rule()}
+
+    def generation_model(self):
+        """The model to generate with: the training model when it already has the generation dtype,
+        else one merged copy in that dtype (egohorizon.backbones.lora.merged_copy), kept for the rest of
+        the evaluation pass. The training model and its adapter are never changed."""
+        dtype = self.generation_dtype()
+        if self._sharded() or next(self.model.parameters()).dtype == getattr(torch, dtype):
+            return self.model
+        if self._generation_copy.get("dtype") != dtype:
+            from egohorizon.backbones.lora import merged_copy
+
+            self._generation_copy = {"dtype": dtype, "model": merged_copy(self.model, dtype)}
+            log.info("generating with a merged %s copy of the model", dtype)
+        return self._generation_copy["model"]
+
+    def release_generation_model(self) -> None:
+        """Drop the merged copy: the weights may change (training goes on) or the pass is over."""
+        self._generation_copy = {}
+
+    # One copy per evaluation pass: made on the pass's first batch, dropped at its start and end.
+    def on_validation_epoch_start(self) -> None:
+        self.release_generation_model()
+
+    def on_validation_epoch_end(self) -> None:
+        self.release_generation_model()
+
+    def on_test_epoch_start(self) -> None:
+        self.release_generation_model()
+
+    def on_test_epoch_end(self) -> None:
+        self.release_generation_model()
+
+    def on_train_batch_start(self, batch: Any, batch_idx: int) -> None:
+        self.release_generation_model()  # a copy made outside a pass must not outlive a weight update
+
     @torch.no_grad()
     def generate_texts(self, batch: dict[str, Any], batch_idx: int = 0) -> list[list[str]]:
-        """Raw output texts per input: ``sequences_per_input()`` each, seeded by the batch index, from
-        the left-padded prompts and, when the batch has them, the images."""
+        """Raw output texts per input: ``sequences_per_input()`` each (all of the batch's in one
+        ``generate`` call), seeded by the batch index, from the left-padded prompts and, when the batch
+        has them, the images, on ``generation_model()``."""
         per_input = self.sequences_per_input()
         kwargs: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens(batch),
@@ -279,17 +341,21 @@ class LoRALanguageModule(L.LightningModule):
         }
         prompt_ids = batch["prompt_ids"]
         kwargs.update(self.generation_extras(batch, prompt_ids.shape[1]))
+        model = self.generation_model()
+        dtype = next(model.parameters()).dtype
+        vision = {key: value.to(dtype) if value.is_floating_point() else value
+                  for key, value in self._vision(batch).items()}  # pixels in the weights' dtype
         inputs = self._inputs(
             prompt_ids,
             batch["prompt_mask"],
             mm_token_type_ids=batch.get("prompt_mm_token_type_ids"),
-            **self._vision(batch),
+            **vision,
         )
         devices = [self.device] if self.device.type == "cuda" else []
         # Seeded per batch and isolated from the training RNG: the same seed gives the same outputs.
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self.generation["seed"] * 1_000_003 + batch_idx)
-            out = self.model.generate(**inputs, **kwargs)
+            out = model.generate(**inputs, **kwargs)
         texts = self.tokenizer.batch_decode(out[:, prompt_ids.shape[1] :], skip_special_tokens=True)
         return [texts[i * per_input : (i + 1) * per_input] for i in range(prompt_ids.shape[0])]
 

@@ -200,11 +200,18 @@ def test_vlm_reads_image_parts_through_its_processor(toy_vlm_dir):
     assert len(backend.generate("describe the image", max_new_tokens=3)) == 1  # text-only through a VLM
 
 
-def test_local_captioning_defaults_to_bfloat16_only_on_a_gpu_that_has_it():
+def test_local_backends_generate_in_bfloat16_where_the_device_has_it_and_the_toy_keeps_float32(tmp_path):
     import torch
 
-    from egohorizon.llm.vision_local import default_dtype
+    from egohorizon.backbones.base import TOY_MARKER
+    from egohorizon.llm.local_dtype import local_generation_dtype
+    from egohorizon.precision import native_bf16_cpu
 
-    assert default_dtype("cpu") == "float32"  # the CPU tests' and caption_demo's figures were float32
+    toy, real = tmp_path / "toy", tmp_path / "real"
+    toy.mkdir(), real.mkdir()
+    (toy / TOY_MARKER).write_text("{}")
+    assert local_generation_dtype(None, "cpu", str(toy)) == "float32"  # the CPU tests' and caption_demo's figures
+    assert local_generation_dtype(None, "cpu", str(real)) == ("bfloat16" if native_bf16_cpu() else "float32")
+    assert local_generation_dtype("float32", "cpu", str(real)) == "float32"  # --dtype wins
     gpu_bf16 = torch.cuda.is_available() and torch.cuda.is_bf16_supported()
-    assert default_dtype("cuda") == ("bfloat16" if gpu_bf16 else "float32")
+    assert local_generation_dtype(None, "cuda", str(real)) == ("bfloat16" if gpu_bf16 else "float32")

@@ -22,6 +22,10 @@ def default_cache_dir() -> Path:
 
 
 class Backbone(ABC):
+    # The toy random-weight backbone (tiny) generates in float32 whatever the CPU: its tests' and the toy
+    # demo's figures were made so (egohorizon.precision.generation_dtype).
+    toy: bool = False
+
     @property
     @abstractmethod
     def model_id(self) -> str:
@@ -49,6 +53,15 @@ class Backbone(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """A JSON-able description, saved beside adapters and predictions."""
+
+
+def is_toy_folder(path) -> bool:
+    """Whether ``path`` is a folder the tiny backbone built (it writes ``egohorizon_tiny.json`` there), so
+    a backend loading it by path keeps float32 as the tiny backbone does."""
+    return (Path(str(path)) / TOY_MARKER).is_file()
+
+
+TOY_MARKER = "egohorizon_tiny.json"
 
 
 def needs_mm_token_type_ids(model) -> bool:

@@ -111,6 +111,8 @@ class GGUFBackbone(HFBackbone):
         """The converted HF folder (converted on first use): what HFBackbone's loaders read."""
         return str(self.folder())
 
+    toy = False  # a real pretrained model (HFBackbone's check would convert it to look)
+
     @property
     def model_id(self) -> str:
         return f"{self.name}@gguf-{self._sha256[:12]}" if self._sha256 else self.name

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from egohorizon.backbones.base import Backbone
+from egohorizon.backbones.base import Backbone, is_toy_folder
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -49,6 +49,10 @@ class HFBackbone(Backbone):
     def base_path(self) -> str:
         local = Path(self.path).expanduser()
         return str(local.resolve()) if local.exists() else self.path  # a hub id stays as it is
+
+    @property
+    def toy(self) -> bool:  # backbone=hf backbone.path=<a tiny backbone's folder>
+        return is_toy_folder(Path(self.path).expanduser())
 
     def load_tokenizer(self):
         from transformers import AutoTokenizer

@@ -100,3 +100,22 @@ def _peft_matches(name: str, pattern: str | list[str]) -> bool:
     if isinstance(pattern, str):
         return re.fullmatch(pattern, name) is not None
     return any(name == p or name.endswith(f".{p}") for p in pattern)
+
+
+def merged_copy(model, dtype: str):
+    """A copy of ``model`` to generate with: its LoRA adapter merged into the weights (peft's
+    ``merge_and_unload``), cast to ``dtype`` (``"bfloat16"``), in eval mode, with no gradients. ``model``
+    itself is untouched, so its adapter goes on training from the same weights. One cast for a whole
+    evaluation pass instead of autocast, which casts every weight again at each decoding step."""
+    import copy
+
+    import torch
+
+    clone = copy.deepcopy(model)
+    if hasattr(clone, "merge_and_unload"):
+        clone = clone.merge_and_unload()
+    clone = clone.to(getattr(torch, dtype)).eval()
+    for param in clone.parameters():
+        param.requires_grad_(False)
+        param.grad = None  # deepcopy copied the live model's gradients: not needed here
+    return clone

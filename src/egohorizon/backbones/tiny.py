@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from egohorizon.backbones.base import Backbone, default_cache_dir
+from egohorizon.backbones.base import TOY_MARKER, Backbone, default_cache_dir
 from egohorizon.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ ARCHITECTURES = ("qwen2_vl", "qwen2_5_vl", "qwen3_vl")
 # Bump when the way the folder is built changes, so stale caches are not reused.
 # 2: a working toy vision tower (patch_size, vision sizes) and the processor saved in the folder.
 TINY_BUILD_VERSION = 2
-META_FILE = "egohorizon_tiny.json"
+META_FILE = TOY_MARKER
 
 
 class TinyBackbone(Backbone):
@@ -42,6 +42,8 @@ class TinyBackbone(Backbone):
     parameters that trains for a few minutes on two CPU cores; an image of at most ``max_pixels``
     (resized by the processor) becomes at most ``max_pixels / (2 * patch_size) ** 2`` tokens.
     """
+
+    toy = True
 
     def __init__(
         self,

@@ -42,8 +42,9 @@ PREDICTIONS_FILE = "predictions.jsonl"
 SUMMARY_FILE = "summary.json"
 N_CANDIDATES = 3  # both protocols ask for the paper's three trajectories
 # What a line was made with: a rerun with another of these into the same OUT is refused.
+# dtype: a local model's weights (issue 37; None for a server): a folder does not mix float32 and bf16 lines.
 PROVENANCE_KEYS = ("model", "protocol", "prompt", "prompt_version", "context_events", "n_candidates", "seed",
-                   "temperature", "max_new_tokens")
+                   "temperature", "max_new_tokens", "dtype", "stop")
 
 
 @dataclass
@@ -186,7 +187,8 @@ def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, 
            "backend": "http" if base_url else "local", "protocol": settings.protocol, "prompt": prompt.name,
            "prompt_version": prompt.version, "context_events": context_limit(settings.protocol),
            "n_candidates": N_CANDIDATES, "seed": settings.seed, "temperature": settings.temperature,
-           "max_new_tokens": settings.max_new_tokens}
+           "max_new_tokens": settings.max_new_tokens,
+           "dtype": None, "stop": None, **backend.generation_record()}
     out = Path(out)
     done = read_rows(out / PREDICTIONS_FILE)[0]
     if not base_url and any(p.id not in done for p in points):

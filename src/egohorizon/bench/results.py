@@ -39,7 +39,7 @@ ITEMS_FILE = "items.jsonl"
 SUMMARY_FILE = "summary.json"
 OK, FAILED = "ok", "failed"
 PROVENANCE_KEYS = ("model", "prompt", "prompt_version", "protocol", "extraction", "blind", "seed", "sampling",
-                   "max_new_tokens")
+                   "max_new_tokens", "dtype", "stop")  # dtype, stop: a local model's (issue 37; None for a server)
 
 
 def read_rows(path: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:

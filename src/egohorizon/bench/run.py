@@ -246,7 +246,8 @@ def row_of(outcome: Outcome, mode: str, blind: bool, run: dict[str, Any]) -> dic
         "correct_strict": strict == item.answer, "extraction": mode, "text": text,
         "status": OK if outcome.failure is None else FAILED, "failure": outcome.failure, "blind": blind,
         "n_frames": sum(len(f["indices"]) for f in outcome.frames), "frames": outcome.frames,
-        **{k: run[k] for k in ("model", "prompt", "prompt_version", "protocol", "seed", "sampling", "max_new_tokens")},
+        **{k: run[k] for k in ("model", "prompt", "prompt_version", "protocol", "seed", "sampling", "max_new_tokens",
+                               "dtype", "stop")},
     }
 
 
@@ -329,7 +330,8 @@ def run_bench(dataset: str | Path, out: str | Path, model: str, *, base_url: str
            "protocol": settings.protocol, "prompt": prompt.name, "prompt_version": prompt.version, "extraction": mode,
            "blind": blind, "seed": settings.seed, "max_new_tokens": settings.max_new_tokens,
            "sampling": {"rule": None if blind else SAMPLING[settings.protocol], "max_frames": settings.max_frames,
-                        "long_side": settings.long_side or None}}
+                        "long_side": settings.long_side or None},
+           "dtype": None, "stop": None, **backend.generation_record()}  # a local model's (issue 37)
     out = Path(out)
     if not base_url and any(not is_done(r, settings.retry_failed) for r in
                             (read_rows(out / ITEMS_FILE)[0].get(i.id) for i in items)):

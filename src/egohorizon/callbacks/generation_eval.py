@@ -9,7 +9,8 @@ Rank zero also writes predictions (JSONL), the task's report and a table of exam
 
 What the callback needs: the datamodule's ``eval_items(split)`` (item id -> item) and
 ``eval_options(split)`` (scoring options from the data, merged over ``score_options``), batches with
-``ids``; the module's ``generate_texts(batch, batch_idx)``, ``generation`` settings, ``prompt`` and
+``ids``; the module's ``generate_texts(batch, batch_idx)``, ``generation`` settings,
+``generation_record()`` (dtype and stop rule, in every prediction record), ``prompt`` and
 ``backbone.model_id``.
 """
 
@@ -128,7 +129,8 @@ class GenerationEvalCallback(Callback):
             prompt.version,
             pl_module.generation["seed"],
         )
-        write_jsonl(self.output_dir / "predictions" / f"{tag}.jsonl", rows)
+        made = pl_module.generation_record()  # the weights' dtype and the stop rule (issue 37)
+        write_jsonl(self.output_dir / "predictions" / f"{tag}.jsonl", [{**row, **made} for row in rows])
         report = {
             **evaluation.report,
             "task": task.name,
@@ -136,7 +138,7 @@ class GenerationEvalCallback(Callback):
             "metrics": evaluation.metrics,
             "model": pl_module.backbone.model_id,
             "prompt": prompt.to_dict(),
-            "generation": pl_module.generation,
+            "generation": {**pl_module.generation, **made},
             "epoch": trainer.current_epoch,
             "global_step": trainer.global_step,
         }

@@ -13,6 +13,10 @@ import math
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+# --dtype of the commands that load a local model (egohorizon.llm.local_dtype; issue 37)
+DTYPE_HELP = ("local model: the weights' torch dtype, e.g. float32 (default: bfloat16 where the CPU or GPU "
+              "computes it natively, else float32; the tiny backbone float32)")
+
 
 def _number_text(value: float) -> str:
     # Whole bounds in full (a seed's "4294967295", not :g's "4.29497e+09"); fractions short.

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from egohorizon.commands._args import (
+    DTYPE_HELP,
     fraction,
     nonneg_float,
     nonneg_int,
@@ -64,7 +65,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     run.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to a --base-url server")
     run.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply")
     run.add_argument("--device", help="local model: torch device (default: cuda when available, else cpu)")
-    run.add_argument("--dtype", help="local model: torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
+    run.add_argument("--dtype", help=DTYPE_HELP)
     run.add_argument("--max-failures", type=fraction, default=0.05,
                      help="share of items that may fail (bad video, model error) before the run fails, 0-1")
     run.add_argument("--retry-failed", action="store_true",
@@ -111,7 +112,7 @@ def _register_forecast(sub: argparse._SubParsersAction) -> None:
     forecast.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to a --base-url server")
     forecast.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply")
     forecast.add_argument("--device", help="local model: torch device (default: cuda when available, else cpu)")
-    forecast.add_argument("--dtype", help="local model: torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
+    forecast.add_argument("--dtype", help=DTYPE_HELP)
     forecast.add_argument("--max-failures", type=fraction, default=0.05,
                           help="share of points whose model call may fail before the run fails, 0-1")
     forecast.set_defaults(handler=run_forecast)

@@ -9,6 +9,7 @@ import argparse
 
 from egohorizon.commands import write_result
 from egohorizon.commands._args import (
+    DTYPE_HELP,
     fraction,
     nonneg_int,
     out_dir,
@@ -72,6 +73,8 @@ def _register_answer(sub: argparse._SubParsersAction) -> None:
     answer.add_argument("--embedder", default="words", help="memory text embedder: words | minilm | ...")
     answer.add_argument("--max-new-tokens", type=positive_int, default=8, help="most tokens generated per answer")
     answer.add_argument("--cache-dir", help="cache every answer on disk (egohorizon.llm.cache)")
+    answer.add_argument("--dtype", choices=("float32", "bfloat16"),
+                        help=DTYPE_HELP)
     answer.add_argument("--timeout", type=positive_float, default=300.0, help="seconds per server reply (default 300)")
     answer.add_argument("--concurrency", type=positive_int, default=2, help="requests in flight to the server (default 2)")
     answer.add_argument("--limit", type=positive_int, help="the first N items of the split (default: all)")
@@ -159,6 +162,8 @@ def run_answer(args: argparse.Namespace) -> int:
             notes = _notes(memory, item, float(t_q), args.notes, args.memory, memory_query)
         prompts.append(render_qa_prompt(item.question, item.options, t_q, (), notes, image_mark=""))
     options = {"timeout": args.timeout, "max_concurrency": args.concurrency} if args.base_url else {}
+    if args.dtype and not args.base_url:
+        options["dtype"] = args.dtype
     backend = make_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, **options)
     texts = backend.generate_many(prompts, max_new_tokens=args.max_new_tokens, temperature=0.0, seed=0)
     task = get_task("qa")
@@ -171,9 +176,10 @@ def run_answer(args: argparse.Namespace) -> int:
                                answer_prior=answer_prior(train_items))
     prompt = load_prompt(QA_PROMPT_NAME)
     out = Path(args.out)
-    write_jsonl(out / "predictions.jsonl", task.prediction_records(items, raw, predictions, backend.model_id,
-                                                                   prompt.name, prompt.version, 0))
-    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id,
+    made = backend.generation_record()  # a local model's dtype and stop rule (the cache is keyed by them too)
+    rows = task.prediction_records(items, raw, predictions, backend.model_id, prompt.name, prompt.version, 0)
+    write_jsonl(out / "predictions.jsonl", [{**row, **made} for row in rows])
+    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id, **made,
               "notes": args.notes, "memory": args.memory if args.notes else None, "per_task": args.per_task,
               "levels": args.levels, "split": args.split}
     (out / "report.json").write_text(json.dumps(report, indent=1, default=str))

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from egohorizon.commands._args import port, positive_float
+from egohorizon.commands._args import DTYPE_HELP, port, positive_float
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     serve.add_argument("--adapter", help="a trained *.adapter folder (or .ckpt / run folder) put on --model "
                                          "(default: none; an adapter given as --model brings its own base)")
     serve.add_argument("--device", help="torch device (default: cuda when available, else cpu)")
-    serve.add_argument("--dtype", help="torch dtype name, e.g. bfloat16 (default: the checkpoint's)")
+    serve.add_argument("--dtype", help=DTYPE_HELP)
     serve.set_defaults(handler=run_serve)
 
 

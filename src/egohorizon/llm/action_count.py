@@ -117,3 +117,70 @@ def action_count_processor(tokenizer, ks: Sequence[int], prompt_length: int) -> 
     from egohorizon.llm.constraints import token_texts
 
     return ActionCountLogitsProcessor(token_texts(tokenizer), tokenizer.eos_token_id, ks, prompt_length)
+
+
+@dataclass
+class ListProgress:
+    """How far a reply has written its lists, tolerant of any shape (a list may close early under
+    first_k): inner lists opened and closed, finished strings in the latest inner list."""
+
+    depth: int = 0
+    in_string: bool = False
+    escaped: bool = False
+    items: int = 0
+    opened: int = 0
+    closed: int = 0
+
+    def feed(self, piece: str) -> None:
+        for char in piece:
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.in_string = False
+                    self.items += self.depth == 2
+            elif char == '"':
+                self.in_string = True
+            elif char == "[":
+                self.depth += 1
+                if self.depth == 2:
+                    self.opened, self.items = self.opened + 1, 0
+            elif char == "]":
+                self.closed += self.depth == 2
+                self.depth = max(0, self.depth - 1)
+
+    def done(self, k: int, lists: int) -> bool:
+        """Whether the reply's ``lists``-th inner list holds K finished actions or has closed: whatever
+        follows is never read (the parse keeps the first ``lists`` lists, each cut to K)."""
+        return self.closed >= lists or (self.opened >= lists and self.depth == 2 and self.items >= k)
+
+
+class ActionCountStoppingCriteria:
+    """A transformers stopping criterion (per row): a candidate stops once its list holds K finished
+    actions (``ks[i]`` for input ``i``; ``lists`` lists per reply: 1 when each reply is one candidate).
+    The reply then ends inside its open list (``…, "action K"``); the forecast task closes it before
+    parsing. Each row's tokens are scanned once, as they come (``token_texts``: each id's text)."""
+
+    def __init__(self, token_texts: Sequence[str], ks: Sequence[int], prompt_length: int, lists: int = 1) -> None:
+        self.token_texts, self.ks = token_texts, list(ks)
+        self.prompt_length, self.lists = prompt_length, lists
+        self._rows: list[ListProgress] = []
+        self._seen = prompt_length
+
+    def __call__(self, input_ids, scores, **kwargs):
+        import torch
+
+        rows = input_ids.shape[0]
+        if not self._rows:
+            self._rows = [ListProgress() for _ in range(rows)]
+        per_input = rows // max(1, len(self.ks))
+        new = input_ids[:, self._seen:].tolist()
+        self._seen = input_ids.shape[1]
+        done = []
+        for row, (progress, ids) in enumerate(zip(self._rows, new)):
+            for i in ids:
+                progress.feed(self.token_texts[i] if i < len(self.token_texts) else "")
+            done.append(progress.done(self.ks[row // per_input], self.lists))
+        return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

@@ -88,3 +88,9 @@ class LLMBackend(ABC):
     def describe(self) -> dict[str, Any]:
         """A JSON-able description written beside predictions."""
         return {"backend": type(self).__name__, "model": self.model_id}
+
+    def generation_record(self) -> dict[str, Any]:
+        """How this backend generates beyond the request's own settings (a local model: its weights' dtype
+        and stop rule), written into every prediction record and the cache key. Empty for a server, whose
+        precision is the server's own."""
+        return {}

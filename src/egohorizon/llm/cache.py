@@ -1,7 +1,10 @@
 """An on-disk cache of completions, so that re-running a job makes no new model calls.
 
 The key is a SHA-256 of everything that determines the answer: the backend's ``model_id``, the
-messages (images by content hash), ``max_new_tokens``, ``temperature``, ``seed`` and ``n``. Values
+messages (images by content hash), ``max_new_tokens``, ``temperature``, ``seed`` and ``n``, and what the
+backend records of its own decoding (a local model's weights dtype and stop rule: issue 37, so answers made
+in float32 are not served to a bfloat16 run). A cache that holds a local model's answers made under one
+dtype or stop rule refuses a run of that model under another, naming both (a resumed job is one run). Values
 are the list of completions. Storage is one SQLite file (stdlib ``sqlite3``, WAL mode) so several
 threads and processes can share it safely.
 """
@@ -17,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend, Prompt, as_messages
 
 log = logging.getLogger(__name__)
@@ -74,6 +78,21 @@ class ResponseCache:
                 (key, model_id, json.dumps(list(value), ensure_ascii=False)),
             )
 
+    def check_generation(self, model_id: str, record: dict[str, Any]) -> None:
+        """Remembers how ``model_id``'s answers here were generated (``record``: dtype, stop rule) and
+        refuses a run of the same model that generates otherwise."""
+        if not record:
+            return
+        value = json.dumps(record, sort_keys=True)
+        with self._lock, self._connection:
+            self._connection.execute("CREATE TABLE IF NOT EXISTS generation (model TEXT PRIMARY KEY, record TEXT)")
+            row = self._connection.execute("SELECT record FROM generation WHERE model = ?", (model_id,)).fetchone()
+            if row is None:
+                self._connection.execute("INSERT INTO generation VALUES (?, ?)", (model_id, value))
+        if row is not None and row[0] != value:
+            raise ConfigError(f"{self.path}: holds answers of {model_id} generated with {row[0]}, but this run "
+                              f"generates with {value}; use another cache folder (or pass --dtype to match)")
+
     def __len__(self) -> int:
         with self._lock:
             return self._connection.execute("SELECT COUNT(*) FROM completions").fetchone()[0]
@@ -92,6 +111,7 @@ class CachedBackend(LLMBackend):
         self.model_id = backend.model_id
         self.hits = 0
         self.misses = 0
+        self._checked = False
 
     def generate(self, prompt: Prompt, **params: Any) -> list[str]:
         return self.generate_many([prompt], **params)[0]
@@ -108,7 +128,13 @@ class CachedBackend(LLMBackend):
     ) -> list[list[str]]:
         # ``options``: a backend's own decoding options (e.g. the abstractor's grouping_events); part of the key.
         params = {"max_new_tokens": max_new_tokens, "temperature": temperature, "seed": seed, "n": n, **options}
-        keys = [cache_key(self.model_id, p, **params) for p in prompts]
+        # the backend's dtype and stop rule key the answers, but are not request settings to pass on
+        made = self.backend.generation_record()
+        if not self._checked:
+            self.cache.check_generation(self.model_id, made)
+            self._checked = True
+        keyed = {**params, **made}
+        keys = [cache_key(self.model_id, p, **keyed) for p in prompts]
         results: list[list[str] | None] = [self.cache.get(k) for k in keys]
         missing = [i for i, r in enumerate(results) if r is None]
         self.hits += len(prompts) - len(missing)
@@ -124,3 +150,6 @@ class CachedBackend(LLMBackend):
 
     def describe(self) -> dict[str, Any]:
         return {**self.backend.describe(), "cache": str(self.cache.path)}
+
+    def generation_record(self) -> dict[str, Any]:
+        return self.backend.generation_record()

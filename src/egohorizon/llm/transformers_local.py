@@ -9,7 +9,9 @@ model's image marker goes; transformers 5 Qwen-VL models then also receive the p
 ``mm_token_type_ids``. A VLM without a chat template (the toy ``tiny``) reads the messages' text with the
 marker in each image's place, as it was trained. A text-only model refuses a prompt with images.
 
-``adapter``: a LoRA folder saved by train.py (``*.adapter``), loaded on the model with peft.
+``adapter``: a LoRA folder saved by train.py (``*.adapter``), loaded on the model with peft (and merged
+into it when the weights are in bfloat16). ``dtype``: the weights' dtype; unset, bfloat16 where the device
+computes it natively, else float32 (``egohorizon.llm.local_dtype``).
 ``chat_template``: None uses the tokenizer's template when it has one; False feeds the messages' text
 as it is (an adapter trained on raw prompts: the turns joined by blank lines, nothing appended); True
 requires the template. ``local_model`` sets it for an adapter from what its training recorded.
@@ -26,6 +28,7 @@ from typing import Any
 
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend, LLMError, Prompt, as_messages, message_text
+from egohorizon.llm.local_dtype import generation_record, local_generation_dtype, merge_adapter
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +75,8 @@ class TransformersBackend(LLMBackend):
         try:
             config = AutoConfig.from_pretrained(self.path, **kwargs)
             self._is_vlm = getattr(config, "vision_config", None) is not None
-            if self.dtype:
-                kwargs["dtype"] = getattr(torch, self.dtype) if self.dtype != "auto" else "auto"
+            dtype = self.generation_dtype()
+            kwargs["dtype"] = getattr(torch, dtype) if dtype != "auto" else "auto"
             if self._is_vlm:
                 self._processor = AutoProcessor.from_pretrained(
                     self.path, trust_remote_code=self.trust_remote_code
@@ -92,7 +95,7 @@ class TransformersBackend(LLMBackend):
         if self.adapter:
             from peft import PeftModel
 
-            self._model = PeftModel.from_pretrained(self._model, self.adapter)
+            self._model = merge_adapter(PeftModel.from_pretrained(self._model, self.adapter), self.generation_dtype())
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self._model.to(device).eval()
         log.info("loaded %s (%s) on %s", self.path, "VLM" if self._is_vlm else "causal LM", device)
@@ -165,6 +168,13 @@ class TransformersBackend(LLMBackend):
     def generate_many(self, prompts: Sequence[Prompt], **params: Any) -> list[list[str]]:
         # One prompt at a time: no padding effects on the answers, and memory stays flat.
         return [self.generate(p, **params) for p in prompts]
+
+    def generation_dtype(self) -> str:
+        """``dtype``, or bfloat16 where the device computes it natively (egohorizon.llm.local_dtype)."""
+        return local_generation_dtype(self.dtype, self.device, self.path)
+
+    def generation_record(self) -> dict[str, Any]:
+        return generation_record(self.generation_dtype())
 
     def describe(self) -> dict[str, Any]:
         extra = {"path": self.path} if self.path != self.model_id else {}

@@ -29,6 +29,7 @@ from typing import Any
 from egohorizon.checkpoints import read_adapter_meta
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend, Prompt, as_messages
+from egohorizon.llm.local_dtype import generation_record, local_generation_dtype, merge_adapter
 
 log = logging.getLogger(__name__)
 
@@ -107,17 +108,6 @@ class PromptEncoder:
                              for s, ims in zip(samples, images)])
 
 
-def default_dtype(device_type: str) -> str:
-    """bfloat16 on a GPU that has it (half the memory, the dtype the adapters trained in under
-    trainer=gpu), else float32 (a CPU's bfloat16 is slow and its outputs differ from the float32 ones
-    the CPU tests and caption_demo's figures were made with)."""
-    import torch
-
-    if device_type == "cuda" and torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return "bfloat16"
-    return "float32"
-
-
 class LocalVLMBackend(LLMBackend):
     def __init__(
         self,
@@ -190,11 +180,12 @@ class LocalVLMBackend(LLMBackend):
         except ImportError as error:
             raise ConfigError("a local model needs torch and transformers (pip install 'egohorizon[train]')") from error
         self.load_processor()
-        model = self._backbone().load_model(self.dtype or default_dtype(self.device_type()))
+        dtype = self.generation_dtype()
+        model = self._backbone().load_model(dtype)
         if self.adapter:
             from peft import PeftModel
 
-            model = PeftModel.from_pretrained(model, self.adapter)
+            model = merge_adapter(PeftModel.from_pretrained(model, self.adapter), dtype)
         device = self.device or ("cuda" if torch.cuda.is_available() else "cpu")
         self._model = model.to(device).eval()
         self._mm = needs_mm_token_type_ids(model)
@@ -271,6 +262,14 @@ class LocalVLMBackend(LLMBackend):
 
         return LogitsProcessorList([grouping_processor(self.load_processor().tokenizer, [n_events] * rows,
                                                        prompt_length)])
+
+    def generation_dtype(self) -> str:
+        """``dtype``, or bfloat16 where the device computes it natively (a GPU with bf16, a CPU with
+        avx512_bf16 or AMX); float32 elsewhere and for the tiny backbone (egohorizon.llm.local_dtype)."""
+        return local_generation_dtype(self.dtype, self.device, self.base)
+
+    def generation_record(self) -> dict[str, Any]:
+        return generation_record(self.generation_dtype())
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "local_vlm", "model": self.model_id, "base": self.base, "adapter": self.adapter}

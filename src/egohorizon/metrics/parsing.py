@@ -9,6 +9,10 @@ wrap, trim and reformat that, so ``parse_forecast_output`` accepts, in this orde
 2. plain text: ``Candidate 1:`` headers each followed by numbered or bulleted actions, or, without
    headers, a text whose every line is a numbered action (one candidate).
 
+A reply stopped once its list held K actions (``model.generation.actions`` first_k / exactly_k:
+``{"candidates": [["a", "b"``) is closed by ``close_stopped_reply`` before it is parsed; a reply cut
+by its token budget anywhere else stays unclosed and invalid.
+
 Action strings are stripped and empty ones dropped; a candidate left empty is dropped. Anything else
 (no list, numbers or objects where strings belong, an object without ``candidates``) is None:
 invalid, scored 0 and counted, never repaired by guessing.
@@ -114,3 +118,35 @@ def parse_forecast_output(text: str) -> list[list[str]] | None:
         if candidates is not None:
             return candidates
     return None
+
+
+def close_stopped_reply(text: str, k: int) -> str:
+    """``text`` closed after its last finished action when it stopped inside an inner JSON list that holds
+    at least ``k`` finished actions (how generation stops a candidate at K actions): the unfinished
+    rest (a comma, a started string) is dropped and the open lists and object closed. Any other text is
+    returned as it is, so an unfinished reply with fewer actions stays invalid."""
+    stack: list[str] = []
+    in_string = escaped = False
+    items, last_end, closers = 0, None, ""
+    for index, char in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if len(stack) >= 2 and stack[-1] == "]" and stack[-2] == "]":  # an action in an inner list
+                    items += 1
+                    last_end, closers = index + 1, "".join(reversed(stack))
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            stack.append("]" if char == "[" else "}")
+            items = 0 if char == "[" else items
+        elif char in "]}" and stack:
+            stack.pop()
+            last_end = None  # a list closed after the last action: the reply goes on in its own form
+    if not (in_string or stack) or last_end is None or items < k:
+        return text
+    return text[:last_end] + closers

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from egohorizon.metrics.parsing import parse_forecast_output
+from egohorizon.metrics.parsing import close_stopped_reply, parse_forecast_output
 from egohorizon.schema import ForecastPoint
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 
@@ -268,12 +268,14 @@ class ForecastTask(Task):
                    actions=generation.get("actions", "as_written"))
 
     def parse(self, texts: Sequence[str], item: Any = None) -> list[list[str]] | None:
-        candidates = candidates_from_texts(texts, self.mode, self.num_candidates)
-        if candidates is None or self.actions == "as_written":
-            return candidates
+        if self.actions == "as_written":
+            return candidates_from_texts(texts, self.mode, self.num_candidates)
         if item is None:
             raise ValueError(f"actions={self.actions!r} cuts a candidate to its point's K: parse needs the point")
-        return [candidate[: item.k] for candidate in candidates]
+        # Generation stopped each candidate once its list held K actions, inside the open list.
+        closed = [close_stopped_reply(text, item.k) for text in texts]
+        candidates = candidates_from_texts(closed, self.mode, self.num_candidates)
+        return None if candidates is None else [candidate[: item.k] for candidate in candidates]
 
     def evaluate(
         self,

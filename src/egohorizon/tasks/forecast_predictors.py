@@ -97,8 +97,9 @@ def llm_evaluation(settings: Mapping[str, Any], datamodule, out_dir: Path, split
     evaluation = evaluate(points, candidates, get_embedder(settings["embedder"]), split,
                           settings["n_random_draws"], seed, prefix="llm", max_candidates=n)
     prompt = datamodule.prompt
-    write_jsonl(out_dir / "predictions" / "llm.jsonl",
-                prediction_records(points, texts, candidates, backend.model_id, prompt.name, prompt.version, seed))
+    rows = prediction_records(points, texts, candidates, backend.model_id, prompt.name, prompt.version, seed)
+    made = backend.generation_record()  # a local model's dtype and stop rule
+    write_jsonl(out_dir / "predictions" / "llm.jsonl", [{**row, **made} for row in rows])
     return evaluation
 
 

@@ -349,8 +349,11 @@ def test_toy_model_locally_and_served_same_scores_rerun_and_resume_same_bytes(po
     assert server.requests == 5
     here, there = _rows(local), _rows(served)
     assert [r["raw_texts"] for r in here] == [r["raw_texts"] for r in there]
-    assert [{k: v for k, v in r.items() if k != "model"} for r in here] == \
-        [{k: v for k, v in r.items() if k != "model"} for r in there]
+    local_only = ("model", "dtype", "stop")  # a server's precision is its own: not recorded by the client
+    assert [{k: v for k, v in r.items() if k not in local_only} for r in here] == \
+        [{k: v for k, v in r.items() if k not in local_only} for r in there]
+    assert {(r["dtype"], r["stop"]) for r in here} == {("float32", "max_new_tokens")}  # the toy keeps float32
+    assert {(r["dtype"], r["stop"]) for r in there} == {(None, None)}
     a, b = (json.loads((o / "summary.json").read_text()) for o in (local, served))
     assert (a["overall"], a["groups"], a["table"], a["per_point"]) == (b["overall"], b["groups"], b["table"],
                                                                       b["per_point"])
@@ -360,6 +363,8 @@ def test_toy_model_locally_and_served_same_scores_rerun_and_resume_same_bytes(po
     assert _bench(*args[:1], "--max-new-tokens", "11", "--embedder", "exact", "--model", toy_model,
                   "--out", local) == 2
     assert "max_new_tokens: 12 there, 11 now" in capsys.readouterr().err
+    assert _bench(*args, "--dtype", "bfloat16", "--model", toy_model, "--out", local) == 2  # issue 37
+    assert "dtype: 'float32' there, 'bfloat16' now" in capsys.readouterr().err
     assert _bench(points_file, "--max-new-tokens", "12", "--protocol", "egohorizon", "--model", toy_model,
                   "--embedder", "exact", "--limit", "2", "--out", tmp_path / "own") == 0
     assert [r["context_shown"] for r in _rows(tmp_path / "own")] == [55, 3]

@@ -1,6 +1,6 @@
 """ForecastModule's ``generation.actions``: ``exactly_k`` hands generate the action-count logits processor
-with each input's K (llm.action_count); the other settings add nothing to generate; an unknown one is
-named with the choices."""
+with each input's K (llm.action_count); first_k and exactly_k stop each candidate at its K actions (issue
+37), as_written adds nothing to generate; an unknown one is named with the choices."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import torch
 
 from egohorizon.backbones.tokenizer import train_bpe_tokenizer
 from egohorizon.errors import ConfigError
-from egohorizon.llm.action_count import ActionCountLogitsProcessor
+from egohorizon.llm.action_count import ActionCountLogitsProcessor, ActionCountStoppingCriteria
 from models.forecast import ForecastModule
 
 
@@ -36,9 +36,20 @@ def test_exactly_k_gives_generate_the_processor_with_each_inputs_k(tokenizer):
     assert processor.eos_id == tokenizer.eos_token_id and processor.closing_ids
 
 
-@pytest.mark.parametrize("actions", ["as_written", "first_k"])
-def test_the_other_settings_add_nothing_to_generate(tokenizer, actions):
-    assert module(tokenizer, actions).generation_extras({"k": [10]}, prompt_length=7) == {}
+@pytest.mark.parametrize("actions", ["first_k", "exactly_k"])
+def test_cutting_to_k_stops_each_candidate_at_its_k_actions(tokenizer, actions):
+    forecaster = module(tokenizer, actions)
+    (criterion,) = forecaster.generation_extras({"k": [1, 10]}, prompt_length=7)["stopping_criteria"]
+    assert isinstance(criterion, ActionCountStoppingCriteria)
+    assert criterion.ks == [1, 10] and criterion.prompt_length == 7 and criterion.lists == 1
+    assert forecaster.stop_rule() == "k_actions"
+
+
+def test_as_written_keeps_its_token_budget(tokenizer):
+    forecaster = module(tokenizer, "as_written")
+    assert forecaster.generation_extras({"k": [10]}, prompt_length=7) == {}
+    assert forecaster.stop_rule() == "max_new_tokens"
+    assert "logits_processor" not in module(tokenizer, "first_k").generation_extras({"k": [10]}, prompt_length=7)
 
 
 def test_an_unknown_setting_is_named_with_the_choices(tokenizer):

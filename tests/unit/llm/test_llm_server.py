@@ -223,10 +223,13 @@ def _eval_llm(tmp_path, name: str, model: str, base_url: str | None, extra: list
 
 
 def _same_rows(local_rows, http_rows) -> None:
-    def shown(rows):  # the model name differs (a path here, the served name there); nothing else may
-        return [{k: v for k, v in r.items() if k != "model"} for r in rows]
+    def shown(rows):  # the model name differs (a path here, the served name there), and only the local
+        # backend knows its weights' dtype and stop rule (issue 37); nothing else may differ
+        return [{k: v for k, v in r.items() if k not in ("model", "dtype", "stop")} for r in rows]
 
     assert shown(local_rows) == shown(http_rows) and local_rows
+    assert all(r["dtype"] in ("float32", "bfloat16") and r["stop"] == "max_new_tokens" for r in local_rows)
+    assert not any("dtype" in r for r in http_rows)
 
 
 def test_in_context_forecast_rows_score_the_same_through_both_backends(served, tiny_folder, tmp_path):

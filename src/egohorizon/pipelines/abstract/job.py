@@ -105,7 +105,7 @@ class AbstractJob:
         public = {k: v for k, v in asdict(self.settings).items() if k != "prompt"}
         self.provenance = {"model": setup.backend.model_id, "adapter": setup.adapter,
                            "prompt": {"name": setup.prompt_name, "version": setup.prompt_version},
-                           "settings": public}
+                           "settings": public, "dtype": setup.backend.generation_record().get("dtype")}
 
     def run(self) -> dict[str, Any]:
         started = time.monotonic()

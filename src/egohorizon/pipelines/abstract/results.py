@@ -26,7 +26,7 @@ log = logging.getLogger(__name__)
 
 RESULTS_FILE = "days.jsonl"
 OK, FAILED = "ok", "failed"
-PROVENANCE_KEYS = ("model", "adapter", "prompt", "settings")
+PROVENANCE_KEYS = ("model", "adapter", "prompt", "settings", "dtype")
 
 
 def is_done(record: dict[str, Any], retry_failed: bool = False) -> bool:

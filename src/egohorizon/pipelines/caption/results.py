@@ -40,7 +40,7 @@ PART_FILE = "captions.part-{index:04d}-of-{count:04d}.jsonl"
 _PART_RE = re.compile(r"^captions\.part-\d{4}-of-\d{4}\.jsonl$")
 OK, FAILED, SKIPPED = "ok", "failed", "skipped"
 INPUT, OUTPUT, MODEL = "input", "output", "model"  # failure kinds
-PROVENANCE_KEYS = ("model", "adapter", "prompt", "seed", "answer_set")
+PROVENANCE_KEYS = ("model", "adapter", "prompt", "seed", "answer_set", "dtype")
 
 
 def results_file(out_dir: Path, shard_slice: tuple[int, int] | None) -> Path:

@@ -185,10 +185,12 @@ def make_runner(choice: ModelChoice, *, api_key_env: str = "OPENAI_API_KEY", con
 
 def provenance(choice: ModelChoice, runner, settings: CaptionSettings) -> dict[str, Any]:
     """Written on every result line and every event: model id, adapter, prompt name and version, seed, and
-    the digest of the answer set decoding was restricted to (None: free text)."""
+    the digest of the answer set decoding was restricted to (None: free text), and a local model's weights
+    dtype (None: a server), so a folder never mixes float32 and bfloat16 captions."""
     return {"model": runner.backend.model_id, "adapter": str(choice.adapter) if choice.adapter else None,
             "prompt": {"name": settings.prompt_name, "version": settings.prompt_version}, "seed": settings.seed,
-            "answer_set": settings.answer_set["digest"] if settings.answer_set else None}
+            "answer_set": settings.answer_set["digest"] if settings.answer_set else None,
+            "dtype": runner.backend.generation_record().get("dtype")}
 
 
 def make_job(shards: str | Path, out: str | Path, model: str, *, base_url: str | None = None,
