@@ -60,6 +60,18 @@ def test_points_are_built_split_by_day_and_saved(events_file, tmp_path):
     assert json.loads((tmp_path / "points" / "splits.json").read_text())["participants"]
 
 
+def test_a_k_may_have_its_own_eval_cap_and_keeps_the_same_points(events_file):
+    """max_eval_points_by_k (the demo: 120 K = 1 points, 40 K = 10): a K's points are those the plain cap
+    draws, whatever the other K's cap."""
+    plain = _datamodule(events_file, max_eval_points=3).prepare_points()
+    by_k = _datamodule(events_file, max_eval_points=3, max_eval_points_by_k={1: 6}).prepare_points()
+    for split in ("val", "test"):
+        count = {k: sum(p.k == k for p in by_k[split]) for k in (1, 10)}
+        assert count[1] == 6 and count[10] == 3
+        assert [p.id for p in by_k[split] if p.k == 10] == [p.id for p in plain[split] if p.k == 10]
+        assert {p.id for p in plain[split] if p.k == 1} <= {p.id for p in by_k[split] if p.k == 1}
+    assert [p.id for p in by_k["train"]] == [p.id for p in plain["train"]]
+
 def test_training_labels_cover_exactly_the_answer_and_eos(prepared):
     batch = next(iter(prepared.train_dataloader()))
     tokenizer = prepared.tokenizer

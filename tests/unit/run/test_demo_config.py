@@ -1,0 +1,46 @@
+"""experiment=demo_epic_smollm2 (scripts/demo.sh): it composes and resolves as a small diff over
+forecast_epic_smollm2 (the full run, left as it is)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from egohorizon.precision import register_resolver
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+# Every key the demo may change (docs/real-model.md, "The demo", says why each was chosen).
+DEMO_KEYS = {"task_name", "data.n_context", "data.max_length", "data.max_eval_points",
+             "data.max_eval_points_by_k", "model.generation.actions", "trainer.max_steps",
+             "trainer.val_check_interval"}
+
+
+def _resolved(experiment: str, tmp_path: Path) -> dict:
+    register_resolver()
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", overrides=[f"experiment={experiment}", "logger=csv", f"paths.run_dir={tmp_path}/run"])
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+def _flat(tree: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in tree.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict) and value and all(isinstance(k, str) for k in value):
+            out.update(_flat(value, f"{name}."))
+        else:
+            out[name] = value
+    return out
+
+
+def test_the_demo_experiment_resolves_as_a_small_diff_of_the_full_run(tmp_path):
+    demo = _flat(_resolved("demo_epic_smollm2", tmp_path))
+    full = _flat(_resolved("forecast_epic_smollm2", tmp_path))
+    changed = {k for k in demo.keys() | full.keys() if demo.get(k) != full.get(k)}
+    assert changed <= DEMO_KEYS, changed - DEMO_KEYS
+    assert demo["backbone._target_"] == "egohorizon.backbones.GGUFBackbone"  # the real SmolLM2, not the toy
+    assert demo["data.convert_from.root"] is None and demo["data.split_strategy"] == "official"
+    assert demo["objective"] == "val/forecast_S_norm" and demo["data.max_eval_points_by_k"] == {1: 120}
+
