@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from egohorizon.atomic_files import write_json_atomic
 from egohorizon.data.ingest.ingested import GAZE_STATUSES, Word
@@ -206,7 +206,8 @@ class TarSink:
         import tarfile
 
         self._tarfile = tarfile
-        self._stream = tarfile.open(str(path), mode="w|", format=tarfile.USTAR_FORMAT)
+        # the sink owns its stream for the whole shard; close() (or the with block) ends it
+        self._stream = tarfile.open(str(path), mode="w|", format=tarfile.USTAR_FORMAT)  # noqa: SIM115
 
     def write(self, sample: dict[str, Any]) -> None:
         import io
@@ -218,7 +219,8 @@ class TarSink:
             data = sample[ext]
             data = data.encode("utf-8") if isinstance(data, str) else data
             if not isinstance(data, (bytes, bytearray, memoryview)):
-                raise ValueError(f"sample {key}: {ext} is {type(data).__name__}, not bytes")
+                # ValueError as the shard writer's other bad-sample errors, which its callers catch and count
+                raise ValueError(f"sample {key}: {ext} is {type(data).__name__}, not bytes")  # noqa: TRY004
             info = self._tarfile.TarInfo(f"{key}.{ext}")
             # mtime fixed: the same inputs give byte-identical shards. An int, not 0.0: tarfile writes a
             # float mtime as an extra PAX header per member, which doubles the header parsing on every read.
@@ -229,7 +231,7 @@ class TarSink:
     def close(self) -> None:
         self._stream.close()
 
-    def __enter__(self) -> TarSink:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
