@@ -12,7 +12,10 @@ For a run at ``d``:
   points' contexts reach back into days 1..d as SPEC §2 allows.
 So d counts the days of a person's past at the test day, of which d - 1 train the model; d >= 2.
 A participant with fewer than d + 1 recorded days has no test day at d and is left out of that run
-(named in the split's settings).
+(named in the split's settings), so the people behind the curve change with d; ``min_days`` fixes the
+cohort (only participants with at least that many days, in every run), so a change along d is the same
+people's past growing. Undated recordings (placeholder days, ``splits.is_placeholder_day``) are
+dropped: without a date they have no place in the order of a person's days.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from egohorizon.data.splits import DaySplit, participant_days
+from egohorizon.data.splits import DaySplit, is_placeholder_day, participant_days
 from egohorizon.errors import ConfigError
 from egohorizon.schema import Event
 
@@ -29,27 +32,36 @@ log = logging.getLogger(__name__)
 STRATEGY = "backtest"
 
 
-def backtest_window(events: Iterable[Event], day: int) -> tuple[list[Event], DaySplit]:
-    """The events of each participant's first ``day + 1`` days and their day split (module doc)."""
-    if isinstance(day, bool) or not isinstance(day, int) or day < 2:
-        raise ConfigError(f"data.backtest_day={day!r}: expected a whole number >= 2 (day d validates, "
-                          "days 1..d-1 train, day d + 1 is the test day)")
+def backtest_window(events: Iterable[Event], day: int, min_days: int | None = None
+                    ) -> tuple[list[Event], DaySplit]:
+    """The events of each participant's first ``day + 1`` dated days and their day split (module doc)."""
+    _check(day, min_days)
     events = list(events)
-    ordered = participant_days(events)
-    kept = {p: days[: day + 1] for p, days in ordered.items() if len(days) > day}
+    dated = [e for e in events if not is_placeholder_day(e.day)]
+    ordered = participant_days(dated)
+    need = max(day + 1, min_days or 0)
+    kept = {p: days[: day + 1] for p, days in ordered.items() if len(days) >= need}
     if not kept:
         most = max((len(days) for days in ordered.values()), default=0)
-        raise ConfigError(f"data.backtest_day={day}: no participant has {day + 1} recorded days "
-                          f"(the most any has is {most})")
+        raise ConfigError(f"data.backtest_day={day}, data.backtest_min_days={min_days}: no participant has "
+                          f"{need} recorded (dated) days (the most any has is {most})")
     left_out = sorted(set(ordered) - set(kept))
     if left_out:
         log.info("backtest d=%d: %d participant(s) with fewer than %d days left out: %s", day, len(left_out),
                  day + 1, ", ".join(left_out))
     days = {p: {d: _split_of(i, day) for i, d in enumerate(chosen, start=1)} for p, chosen in kept.items()}
     window = [e for e in events if e.day in days.get(e.participant, {})]
-    settings = {"strategy": STRATEGY, "backtest_day": day, "participants_left_out": left_out,
-                "dropped_events": len(events) - len(window)}
+    settings = {"strategy": STRATEGY, "backtest_day": day, "min_days": min_days, "participants_left_out": left_out,
+                "dropped_events": len(events) - len(window), "undated_events": len(events) - len(dated)}
     return window, DaySplit(days=days, settings=settings)
+
+
+def _check(day: int, min_days: int | None) -> None:
+    if isinstance(day, bool) or not isinstance(day, int) or day < 2:
+        raise ConfigError(f"data.backtest_day={day!r}: expected a whole number >= 2 (day d validates, "
+                          "days 1..d-1 train, day d + 1 is the test day)")
+    if min_days is not None and (isinstance(min_days, bool) or not isinstance(min_days, int) or min_days < 3):
+        raise ConfigError(f"data.backtest_min_days={min_days!r}: expected null or a whole number >= 3")
 
 
 def _split_of(index: int, day: int) -> str:

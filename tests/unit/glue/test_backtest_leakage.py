@@ -33,11 +33,23 @@ def test_a_participant_without_a_test_day_is_left_out_and_bad_d_is_refused():
     longer = [replace(e, participant="p2", id="p2" + e.id) for e in toy_events(participants=1, days=6)]
     _, split = backtest_window(short + longer, 3)
     assert set(split.days) == {"p2"} and split.settings["participants_left_out"] == ["p1"]
-    with pytest.raises(ConfigError, match="no participant has 7 recorded days"):
+    with pytest.raises(ConfigError, match=r"no participant has 7 recorded \(dated\) days"):
         backtest_window(short + longer, 6)
     for bad in (1, 0, "2", True):
         with pytest.raises(ConfigError, match="data.backtest_day"):
             backtest_window(short, bad)
+    with pytest.raises(ConfigError, match="data.backtest_min_days"):
+        backtest_window(short, 2, min_days=2)
+
+
+def test_a_fixed_cohort_keeps_the_same_people_at_every_d_and_undated_recordings_are_dropped():
+    short = toy_events(participants=1, days=3)
+    longer = [replace(e, participant="p2", id="p2" + e.id) for e in toy_events(participants=1, days=6)]
+    undated = [replace(e, day="undated-p2_v1", id=e.id + "u") for e in longer[:5]]
+    for d in (2, 3):
+        window, split = backtest_window(short + longer + undated, d, min_days=5)
+        assert set(split.days) == {"p2"} and split.settings["participants_left_out"] == ["p1"]
+        assert split.settings["undated_events"] == 5 and not any(e.day.startswith("undated") for e in window)
 
 
 def _planted_world(d: int):
