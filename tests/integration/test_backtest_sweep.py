@@ -16,7 +16,7 @@ from egohorizon.studies.backtest import PREDICTORS
 
 SMALL = ["data.n_context=4", "data.max_train_points=12", "data.max_eval_points=3", "data.batch_size=4",
          "data.eval_batch_size=4", "model.generation.max_new_tokens=6", "model.generation.max_new_tokens_per_action=2",
-         "trainer.max_steps=2", "trainer.check_val_every_n_epoch=1", "trainer.enable_progress_bar=false",
+         "trainer.max_steps=-1", "trainer.max_epochs=1", "trainer.check_val_every_n_epoch=1", "trainer.enable_progress_bar=false",
          "score_options.embedder=exact", "logger=csv"]
 
 
@@ -36,7 +36,9 @@ def test_backtest_sweep_trains_one_run_per_d_and_the_table_plots_every_predictor
     assert trained.returncode == 0, trained.stderr[-3000:]
     for d in (2, 3):  # one ordinary run folder per d, with the day split it trained and was tested on
         split = json.loads((runs / f"d{d}" / "split.json").read_text())
-        assert split["settings"]["backtest_day"] == d and (runs / f"d{d}" / "metrics.json").is_file()
+        assert split["settings"]["backtest_day"] == d
+        metrics = json.loads((runs / f"d{d}" / "metrics.json").read_text())
+        assert metrics["objective"]["value"] is not None and metrics["best_checkpoint"]  # chosen on day d
     table = _run(repo_root, ["eval.py", "+sweep=backtest_table", f"sweep.runs={runs}",
                              f"paths.run_dir={tmp_path}/table"])
     assert table.returncode == 0, table.stderr[-3000:]
