@@ -204,9 +204,11 @@ class ForecastDataModule(TaskDataModule):
 
             events, split = backtest_window(events, self.backtest_day, self.backtest_min_days)
         elif self.split_file:
+            from egohorizon.data.backtest import window_for_split
             from egohorizon.data.splits import DaySplit
 
             split = DaySplit.load(self.split_file)
+            events = window_for_split(events, split)  # a backtest run's split: its later days stay dropped
         else:
             split = make_day_split(events, **self.split_args)
         common = {

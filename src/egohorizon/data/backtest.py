@@ -24,7 +24,7 @@ import logging
 from collections.abc import Iterable
 
 from egohorizon.data.splits import DaySplit, is_placeholder_day, participant_days
-from egohorizon.errors import ConfigError
+from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import Event
 
 log = logging.getLogger(__name__)
@@ -66,3 +66,16 @@ def _check(day: int, min_days: int | None) -> None:
 
 def _split_of(index: int, day: int) -> str:
     return "train" if index < day else ("val" if index == day else "test")
+
+
+def window_for_split(events: list[Event], split: DaySplit) -> list[Event]:
+    """The events a given split was made from: a backtest run's split (eval.py's ``ckpt=`` passes the run's
+    own) gets its window again, so the later days it dropped stay dropped; any other split, ``events``."""
+    if split.settings.get("strategy") != STRATEGY:
+        return events
+    window, again = backtest_window(events, split.settings.get("backtest_day"), split.settings.get("min_days"))
+    if again.days != split.days:
+        raise DataError(f"{split.settings.get('path', 'split')}: field 'participants': the backtest split at "
+                        f"d={split.settings.get('backtest_day')} does not fit these events (were they changed "
+                        "since the run?)")
+    return window

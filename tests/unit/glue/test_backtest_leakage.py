@@ -10,9 +10,9 @@ import pytest
 from forecast_toy_world import toy_events
 
 from datamodules.forecast import ForecastDataModule
-from egohorizon.data.backtest import backtest_window
+from egohorizon.data.backtest import backtest_window, window_for_split
 from egohorizon.data.splits import participant_days
-from egohorizon.errors import ConfigError
+from egohorizon.errors import ConfigError, DataError
 from egohorizon.metrics.habits import HABIT_PREDICTORS, habit_predictions
 from egohorizon.schema import write_jsonl
 
@@ -92,3 +92,21 @@ def test_an_event_planted_on_the_test_day_and_later_reaches_no_training_validati
 def test_the_backtest_cannot_be_combined_with_a_given_split(tmp_path):
     with pytest.raises(ConfigError, match="backtest_day"):
         ForecastDataModule(events="x.jsonl", split_file="split.json", backtest_day=2)
+
+
+def test_a_backtest_runs_split_file_brings_its_window_back_so_eval_sees_no_later_day(tmp_path):
+    """eval.py ckpt=<a d run> passes the run's split.json: the same points, the later days dropped again."""
+    path = tmp_path / "events.jsonl"
+    write_jsonl(path, _planted_world(3))
+    settings = {"events": str(path), "levels": [3], "ks": [1], "n_context": 6, "max_train_points": None,
+                "max_eval_points": None}
+    built = ForecastDataModule(**settings, backtest_day=3)
+    built.prepare_points()
+    built.split.save(tmp_path / "split.json")
+    again = ForecastDataModule(**settings, split_file=str(tmp_path / "split.json"))
+    for name in ("train", "val", "test"):
+        assert [p.id for p in again.prepare_points()[name]] == [p.id for p in built.points[name]]
+    assert again.history.n_train_events == built.history.n_train_events
+    fewer = [e for e in _planted_world(3) if not e.id.startswith("p2-00")]  # p2's first day gone
+    with pytest.raises(DataError, match="field 'participants'"):
+        window_for_split(fewer, built.split)
