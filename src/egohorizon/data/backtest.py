@@ -47,8 +47,8 @@ def backtest_window(events: Iterable[Event], day: int, min_days: int | None = No
                           f"{need} recorded (dated) days (the most any has is {most})")
     left_out = sorted(set(ordered) - set(kept))
     if left_out:
-        log.info("backtest d=%d: %d participant(s) with fewer than %d days left out: %s", day, len(left_out),
-                 day + 1, ", ".join(left_out))
+        log.info("backtest d=%d: %d participant(s) with fewer than %d dated days left out: %s", day,
+                 len(left_out), need, ", ".join(left_out))
     days = {p: {d: _split_of(i, day) for i, d in enumerate(chosen, start=1)} for p, chosen in kept.items()}
     window = [e for e in events if e.day in days.get(e.participant, {})]
     settings = {"strategy": STRATEGY, "backtest_day": day, "min_days": min_days, "participants_left_out": left_out,
