@@ -80,6 +80,8 @@ class ForecastDataModule(TaskDataModule):
         points_file: str | None = None,
         split_file: str | None = None,
         convert_from: dict | None = None,
+        backtest_day: int | None = None,
+        backtest_min_days: int | None = None,
     ):
         """``eval_split``: the held-out split that the test loop evaluates (eval.py's ``split=val``);
         ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
@@ -90,7 +92,10 @@ class ForecastDataModule(TaskDataModule):
         drawn from the fractions and seed (eval.py passes the evaluated run's own); with ``points_file``
         only its training days are read, for the habit baselines (``eval_options``);
         ``convert_from``: ``{source, root}``, a real data set converted into ``events`` on first use
-        (``egohorizon.data.sources.on_first_use``), so its experiment needs no path typed."""
+        (``egohorizon.data.sources.on_first_use``), so its experiment needs no path typed;
+        ``backtest_day``: d of the rolling backtest (``egohorizon.data.backtest``): each participant's
+        days 1..d-1 train, day d validates, day d + 1 is test, later days are dropped; ``backtest_min_days``:
+        only participants with at least that many dated days (the same cohort at every d)."""
         super().__init__()
         self.events_path, self.points_dir, self.demo_dir, self.source = events, points_dir, demo_dir, source
         self.levels, self.ks, self.n_context = tuple(levels), tuple(ks), n_context
@@ -112,6 +117,10 @@ class ForecastDataModule(TaskDataModule):
             raise ConfigError(f"split: expected 'val' or 'test', got {eval_split!r}")
         self.eval_split, self.points_file, self.split_file = eval_split, points_file, split_file
         self.convert_from = dict(convert_from) if convert_from else None
+        if backtest_day is not None and (split_file or points_dir or points_file):
+            raise ConfigError("data.backtest_day: the backtest makes its own day split from the events; "
+                              "it cannot be combined with a split file, points_dir or points")
+        self.backtest_day, self.backtest_min_days = backtest_day, backtest_min_days
         self.points: dict[str, list[ForecastPoint]] | None = None
         self.split = None
         self.history = None  # metrics.habits.HabitHistory of the split's training days, when events are at hand
@@ -195,10 +204,16 @@ class ForecastDataModule(TaskDataModule):
         from egohorizon.data.splits import make_day_split
 
         events = self.load_events()
-        if self.split_file:
+        if self.backtest_day is not None:  # later days dropped here, before any point or habit is made
+            from egohorizon.data.backtest import backtest_window
+
+            events, split = backtest_window(events, self.backtest_day, self.backtest_min_days)
+        elif self.split_file:
+            from egohorizon.data.backtest import window_for_split
             from egohorizon.data.splits import DaySplit
 
             split = DaySplit.load(self.split_file)
+            events = window_for_split(events, split)  # a backtest run's split: its later days stay dropped
         else:
             split = make_day_split(events, **self.split_args)
         common = {

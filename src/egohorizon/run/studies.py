@@ -55,6 +55,24 @@ def grounding_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
             "run_dir": str(run_dir)}
 
 
+def backtest_table_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
+    """Issue 38: the rolling backtest's runs (``sweep.runs``, a multirun folder of ``python train.py -m
+    +sweep=backtest``) gathered into a table and a plot of S_norm against d; no model is loaded here."""
+    from egohorizon.studies.backtest import gather_backtest, plot_backtest
+
+    if not cfg.sweep.get("runs"):
+        raise ConfigError("sweep.runs: not set; give the multirun folder of python train.py -m +sweep=backtest "
+                          "(sweep.runs=outputs/backtest/multiruns/<time>)")
+    rows, unfinished = gather_backtest(Path(str(cfg.sweep.runs)))
+    out = run_dir / "sweep_backtest"
+    write_table(rows, out)
+    result = {"sweep": "backtest_table", "rows": rows, "unfinished": unfinished, "runs": str(cfg.sweep.runs),
+              "table": str(out.with_suffix(".json")), "plot": str(plot_backtest(rows, out.with_suffix(".png"))),
+              "run_dir": str(run_dir)}
+    (run_dir / "report.json").write_text(json.dumps(result, indent=2, default=str))
+    return result
+
+
 def context_study(cfg: DictConfig, run_dir: Path) -> dict[str, Any]:
     """S_norm against the number of context events (NextMe-800's Figure 5)."""
     _forecasting_only(cfg, "context")
