@@ -12,6 +12,7 @@ import pytest
 from egohorizon.cli import main
 from egohorizon.data.deid.deid import Deidentifier, blur_boxes
 from egohorizon.data.deid.faces import BlazeFaceDetector, decode_boxes, ssd_anchors, weighted_nms
+from egohorizon.owned_output import LOCK, MARKER
 
 # The frame sets of scripts/face_recall.py (docs/shards.md): faces/ plus the images/ video whose every
 # frame shows the partner's face; the Aria sample frames hold no face.
@@ -114,7 +115,8 @@ def test_deid_command_writes_copies_and_counts(tmp_path, face_frames, face_free_
     by_name = {line["image"]: line for line in lines}
     assert by_name[face_frames[0].name] == {"image": face_frames[0].name, "faces": 1, "text_boxes": 0}
     assert by_name[face_frames[20].name]["faces"] >= 1 and by_name[face_free_frames[3].name]["faces"] == 0
-    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "counts.jsonl"])
+    # the copies, the counts and the owner marker and lock (issue 36), nothing else
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "counts.jsonl", MARKER, LOCK])
     # The Aria frame (no face) comes back as it was, up to JPEG re-encoding; the face frame does not.
     aria, aria_out = read_rgb(face_free_frames[3]), read_rgb(out / face_free_frames[3].name)
     assert np.abs(aria.astype(int) - aria_out).mean() < 2
@@ -143,7 +145,8 @@ def test_deid_command_counts_text_boxes(tmp_path):
 def test_deid_command_refuses_to_overwrite_originals(tmp_path, capsys):
     (tmp_path / "a.png").write_bytes(b"")
     assert main(["deid", str(tmp_path), "--out", str(tmp_path)]) == 2
-    assert "overwrite the originals" in capsys.readouterr().err
+    # refused by the owned-output rule before anything is read (issue 36): the input folder itself
+    assert "is the input" in capsys.readouterr().err and (tmp_path / "a.png").read_bytes() == b""
 
 
 @pytest.mark.skipif(shutil.which("tesseract") is None, reason="tesseract not installed (apt-get install tesseract-ocr)")
