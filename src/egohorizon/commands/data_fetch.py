@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
+
+from egohorizon.commands import write_result
 
 # = egohorizon.data.fetch.NAMES (tests/unit/data/test_fetch.py checks): spelled out so that --help
 # does not load the manifest.
@@ -51,6 +54,7 @@ def run_fetch(args: argparse.Namespace) -> int:
             raise ConfigError("data fetch: --url and --commit take exactly one set (not a group such as "
                               f"{', '.join(GROUPS)})")
         remotes[args.names[0]] = (args.url, args.commit)
-    home = fetch(args.names, from_dir=args.from_dir, remotes=remotes, say=print)
-    print(f"data home: {home}")
+    # the terms and progress go through logging (stderr); the result, the data home, is the JSON on stdout
+    home = fetch(args.names, from_dir=args.from_dir, remotes=remotes, say=logging.getLogger(__name__).info)
+    write_result({"data_home": str(home)})
     return 0

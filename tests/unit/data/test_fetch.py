@@ -5,6 +5,7 @@ commit is overridden to the mirror's."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -207,14 +208,15 @@ def test_without_a_root_the_conversion_reads_the_data_home_or_names_the_fetch(sh
         out / "metadata.json").read_text()
 
 
-def test_the_cli_takes_a_mirror_for_one_set(mirrors, tmp_path, monkeypatch, capsys):
+def test_the_cli_takes_a_mirror_for_one_set(mirrors, tmp_path, monkeypatch, capsys, caplog):
     monkeypatch.setenv("EGOHORIZON_CONF", str(tmp_path / "repo" / "conf"))  # a checkout with no ../shared
     monkeypatch.delenv("EGOHORIZON_SHARED_DATA", raising=False)
     monkeypatch.setenv("EGOHORIZON_DATA", str(tmp_path / "home"))
     url, pinned, _ = mirrors["rulstm"]
+    caplog.set_level("INFO")  # the terms are logged (stderr); the data home is the JSON result
     assert main(["data", "fetch", "rulstm", "--url", url, "--commit", pinned]) == 0
     out = capsys.readouterr().out
-    assert f"rulstm: {url} @ {pinned[:7]}" in out and f"data home: {tmp_path / 'home'}" in out
+    assert f"rulstm: {url} @ {pinned[:7]}" in caplog.text and json.loads(out) == {"data_home": str(tmp_path / "home")}
     assert _matching(tmp_path / "home", [SETS["rulstm"]])
     assert main(["data", "fetch", "epic-kitchens", "--url", url]) == 2
     assert "--url and --commit take exactly one set" in capsys.readouterr().err
