@@ -147,7 +147,7 @@ def main(argv=None) -> int:
 
     import numpy as np
 
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts, soft_edit_score
 
     rng = random.Random(args.seed)

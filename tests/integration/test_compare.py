@@ -36,7 +36,7 @@ def point(i: int, k: int, targets: list[str]) -> ForecastPoint:
 
 @pytest.fixture(scope="module")
 def evaluations():
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.tasks.forecast import evaluate
 
     points = [point(0, 1, ["make coffee"]), point(1, 1, ["read mail"]),

@@ -169,9 +169,9 @@ def run_forecast_bench(points_file: str | Path, out: str | Path, model: str, *, 
                        ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Asks the model for every point OUT lacks, appends their lines, scores all; returns (summary, timing).
     ``history``: a ``metrics.habits.HabitHistory`` (``--history``/``--split``) to score the habit baselines."""
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.bench.results import ItemsLog, read_rows
     from egohorizon.llm import make_backend
-    from egohorizon.metrics.embedders import get_embedder
     from egohorizon.progress import StepProgress
     from egohorizon.prompts import load_prompt
 

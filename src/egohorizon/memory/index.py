@@ -62,7 +62,7 @@ class _Store:
 class MemoryIndex:
     def __init__(self, entries: Sequence[Entry], embed: Callable[[list[str]], np.ndarray],
                  image_vectors: dict[str, np.ndarray] | None = None):
-        """``embed``: texts -> unit vectors [n, d] (e.g. ``metrics.embedders.get_embedder('minilm').embed``);
+        """``embed``: texts -> unit vectors [n, d] (e.g. ``backbones.embedders.get_embedder('minilm').embed``);
         each distinct text is embedded once. ``image_vectors``: window key -> image vector."""
         self.embed = embed
         texts = sorted({e.text for e in entries})

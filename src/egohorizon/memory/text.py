@@ -1,5 +1,5 @@
 """Text embedders for the memory: ``words`` (hashed bag of words, scikit-learn's HashingVectorizer:
-instant, lexical, no model) or any sentence embedder of ``egohorizon.metrics.embedders`` (``minilm``
+instant, lexical, no model) or any sentence embedder of ``egohorizon.backbones.embedders`` (``minilm``
 ...: semantic, but loading and embedding a month of distinct descriptions costs a minute on a CPU).
 scikit-learn comes with sentence-transformers."""
 
@@ -26,6 +26,6 @@ class WordEmbedder:
 def text_embedder(name: str = "words") -> Callable[[list[str]], np.ndarray]:
     if name == "words":
         return WordEmbedder()
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
 
     return get_embedder(name).embed

@@ -48,8 +48,8 @@ from typing import Any
 
 import numpy as np
 
+from egohorizon.backbones.embedders import Embedder, EmbeddingTable
 from egohorizon.formats.caption import CaptionAction, CaptionParse
-from egohorizon.metrics.embedders import Embedder, EmbeddingTable
 from egohorizon.metrics.judges import Judge
 from egohorizon.metrics.segments import EPS, temporal_iou
 from egohorizon.schema import CaptionWindow

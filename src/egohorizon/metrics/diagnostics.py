@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from egohorizon.metrics.embedders import Embedder
+from egohorizon.backbones.embedders import Embedder
 
 
 def pairwise_accuracy(
@@ -92,7 +92,7 @@ def score_candidates(
     references: Sequence[Sequence[str]], candidates: Sequence[Sequence[Sequence[str]]], embedder: Embedder
 ) -> list[list[float]]:
     """scores[i][c] = S(references[i], candidates[i][c]); each distinct string embedded once."""
-    from egohorizon.metrics.embedders import EmbeddingTable
+    from egohorizon.backbones.embedders import EmbeddingTable
     from egohorizon.metrics.forecast import _pair_scores
 
     table = EmbeddingTable(embedder)

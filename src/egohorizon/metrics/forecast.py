@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from egohorizon.metrics.embedders import Embedder, EmbeddingTable
+from egohorizon.backbones.embedders import Embedder, EmbeddingTable
 from egohorizon.schema import ForecastPoint
 
 log = logging.getLogger(__name__)

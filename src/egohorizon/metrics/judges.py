@@ -26,9 +26,9 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 
+from egohorizon.backbones.embedders import Embedder, normalise_text
 from egohorizon.errors import DataError
 from egohorizon.metrics.ego4d_verbs import EGO4D_VERB_CLASSES
-from egohorizon.metrics.embedders import Embedder, normalise_text
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from egohorizon.metrics.embedders import EmbeddingTable
+from egohorizon.backbones.embedders import EmbeddingTable
 from egohorizon.metrics.forecast import _pair_scores  # the batched soft edit distance, shared on purpose
 
 _TIE = 1e-12  # utilities this close are equal: the lower sample index wins

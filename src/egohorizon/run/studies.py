@@ -189,7 +189,7 @@ def _per_point(report: dict[str, Any], points: dict[str, Any]) -> list[dict] | N
     settings = report.get("settings")
     if not settings or not points:
         return None
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts
     from egohorizon.tasks.forecast import repeat_last_predictions
 

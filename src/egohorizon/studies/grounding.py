@@ -81,7 +81,7 @@ def _cue_flags(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str
 def repeat_last_scores(points: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, dict]:
     """Per-point S of the repeat-last-K baseline (the last K context events as the one candidate), scored
     with the embedder the baseline run was scored with (its ``score_options``)."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts
     from egohorizon.tasks.forecast import repeat_last_predictions
 

@@ -33,7 +33,7 @@ def _spans(groups: Sequence[Group]) -> list[tuple[int, int]]:
 
 @functools.lru_cache(maxsize=4)
 def _named_embedder(name: str):
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
 
     return get_embedder(name)
 

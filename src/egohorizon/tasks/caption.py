@@ -304,7 +304,7 @@ def make_judge(spec: str, embedder=None, threshold: float = 0.75):
 @functools.lru_cache(maxsize=4)
 def _named_embedder(name: str):
     """Embedders by name, loaded once per process."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
 
     return get_embedder(name)
 

@@ -317,7 +317,7 @@ class ForecastTask(Task):
         history=None,
         validation_points: Sequence[ForecastPoint] | None = None,
     ) -> Evaluation:
-        """``embedder``: an ``egohorizon.metrics.embedders`` embedder or its name (loaded once);
+        """``embedder``: an ``egohorizon.backbones.embedders`` embedder or its name (loaded once);
         ``history`` and ``validation_points``: the habit baselines' training days and the points that
         choose the strongest rival (``ForecastDataModule.eval_options``)."""
         if isinstance(embedder, str):
@@ -389,6 +389,6 @@ class ForecastTask(Task):
 @functools.lru_cache(maxsize=4)
 def _named_embedder(name: str):
     """Embedders by name, loaded once per process (MiniLM takes a second to load)."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
 
     return get_embedder(name)

@@ -32,7 +32,7 @@ def score_predictors(settings: Mapping[str, Any], datamodule, model_evaluation, 
     ``model_evaluation``: the ``model`` predictor's ``Evaluation`` (its repeat-last and, where the
     datamodule has the training days, habit baselines inside), or None when ``model`` is not among the
     predictors."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
 
     predictors = list(settings["predictors"])
     unknown = set(predictors) - set(PREDICTORS)
@@ -112,8 +112,8 @@ def write_habit_predictions(points, history, names, out_dir: Path) -> None:
 def llm_evaluation(settings: Mapping[str, Any], datamodule, out_dir: Path, split: str):
     """The ``llm`` predictor: each point's prompt (asking for ``num_candidates`` trajectories) sent to an
     ``egohorizon.llm`` backend; each answer parsed into candidates and scored like the model's."""
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.llm import make_backend
-    from egohorizon.metrics.embedders import get_embedder
 
     conf = dict(settings["llm"])
     if not conf.get("model"):

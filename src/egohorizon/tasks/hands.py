@@ -46,7 +46,7 @@ def make_judges(names: Mapping[str, str] | None = None, embedder: str = "minilm"
         elif name == "verb":
             built[kind] = VerbJudge()
         elif name == "embedding":
-            from egohorizon.metrics.embedders import get_embedder
+            from egohorizon.backbones.embedders import get_embedder
 
             built[kind] = EmbeddingJudge(get_embedder(embedder), threshold)
         else:

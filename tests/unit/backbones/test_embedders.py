@@ -8,7 +8,7 @@ import zlib
 import numpy as np
 import pytest
 
-from egohorizon.metrics.embedders import (
+from egohorizon.backbones.embedders import (
     CHARS_PER_TOKEN,
     SentenceTransformerEmbedder,
     get_embedder,
@@ -46,7 +46,7 @@ def strict_embedder() -> tuple[SentenceTransformerEmbedder, StrictModel]:
 
 def test_lone_surrogates_are_replaced_counted_and_logged(caplog):
     embedder, model = strict_embedder()
-    with caplog.at_level(logging.WARNING, logger="egohorizon.metrics.embedders"):
+    with caplog.at_level(logging.WARNING, logger="egohorizon.backbones.embedders"):
         vectors = embedder.embed(["pick up \udcff cup", "pick up cup"])
     assert model.seen == ["pick up \ufffd cup", "pick up cup"]
     assert embedder.repaired_texts == 1 and embedder.truncated_texts == 0

@@ -466,7 +466,7 @@ def test_captions_bad_input_names_file_line_and_field(capsys, tmp_path):
 def test_score_forecast_through_the_task_gives_the_direct_metric_report(capsys, tmp_path, max_candidates):
     """`score forecast` goes through the task registry; its report and printed table are those of the
     metric functions called directly (the command's code before), byte for byte."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.forecast import repeat_last_k, score_forecasts
     from egohorizon.metrics.parsing import parse_forecast_output
     from egohorizon.metrics.report import format_forecast

@@ -95,8 +95,8 @@ def caption_metrics(index, world_size: int, monkeypatch, keep=lambda rank, batch
     """Each simulated rank's callback collects its stream's batches (padding generated, its texts
     dropped, as on a real rank); rank zero's ``_finish`` gathers every rank's texts and scores them
     with the caption task. ``keep`` drops batches, to show that a lost item changes the figures."""
+    from egohorizon.backbones.embedders import ExactEmbedder
     from egohorizon.callbacks import generation_eval
-    from egohorizon.metrics.embedders import ExactEmbedder
 
     order = sorted(all_keys(index))
     module = CaptionerStandIn(order)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.formats.caption import CaptionAction, CaptionParse, parse_caption_output
 from egohorizon.metrics.captions import (
     activity_of,
@@ -20,7 +21,6 @@ from egohorizon.metrics.captions import (
     window_matches,
     window_prf,
 )
-from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.metrics.judges import ExactJudge
 from egohorizon.schema import CaptionWindow
 

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.cli import main
-from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.metrics.forecast_table import compare_forecasters, format_table
 from egohorizon.schema import ForecastPoint
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from egohorizon.metrics.embedders import ExactEmbedder
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.metrics.mbr import greedy_mbr, mbr_candidates, pairwise_scores
 
 

@@ -4,8 +4,8 @@ import math
 
 import pytest
 
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.metrics.diagnostics import h10, pairwise_accuracy, score_candidates
-from egohorizon.metrics.embedders import ExactEmbedder
 
 
 def test_pairwise_accuracy_hand_computed():

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from rapidfuzz.distance import Levenshtein
 
-from egohorizon.metrics.embedders import EmbeddingTable, ExactEmbedder, PrecomputedEmbedder, get_embedder
+from egohorizon.backbones.embedders import EmbeddingTable, ExactEmbedder, PrecomputedEmbedder, get_embedder
 from egohorizon.metrics.forecast import (
     _pair_scores,
     repeat_last_k,

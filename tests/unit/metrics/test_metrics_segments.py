@@ -252,7 +252,7 @@ def test_degenerate_baselines_on_real_narrations(shared_data):
 
 @pytest.mark.slow
 def test_embedding_judge_with_minilm(shared_data):
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.judges import EmbeddingJudge
 
     judge = EmbeddingJudge(get_embedder("minilm"), threshold=0.75)

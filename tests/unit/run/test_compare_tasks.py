@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from compare_checks import assert_png_drawn, assert_table_matches, wandb_table
 
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.errors import DataError
-from egohorizon.metrics.embedders import ExactEmbedder
 from egohorizon.run.comparison import (
     comparison_rows,
     entry_from_evaluation,

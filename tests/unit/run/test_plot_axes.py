@@ -95,7 +95,7 @@ def test_the_levels_plot_draws_the_intervals_and_names_n(levels_study):
 def test_a_baseline_kept_without_per_point_scores_is_rescored_to_the_same_interval(levels_study):
     """The model's run keeps repeat-last's report without per-point rows (tasks.forecast.evaluate); its
     interval is rescored with the report's own settings and comes out the same."""
-    from egohorizon.metrics.embedders import get_embedder
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.forecast import score_forecasts
     from egohorizon.run.studies import add_intervals
     from egohorizon.schema import ForecastPoint, load_jsonl

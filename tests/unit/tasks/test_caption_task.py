@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from egohorizon.metrics.embedders import ExactEmbedder
+from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.schema import CaptionPrediction, CaptionWindow
 from egohorizon.tasks import get_task
 

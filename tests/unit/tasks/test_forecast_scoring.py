@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from egohorizon.metrics.embedders import get_embedder
+from egohorizon.backbones.embedders import get_embedder
 from egohorizon.schema import ForecastPoint, ForecastPrediction
 from egohorizon.tasks.forecast import (
     candidates_from_texts,

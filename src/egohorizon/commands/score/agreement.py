@@ -14,6 +14,7 @@ def run_agreement(args: argparse.Namespace) -> int:
     SPEC §1) and checks the scores against the human rankings."""
     import sys
 
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.metrics.diagnostics import (
         annotator_agreement,
         h10,
@@ -21,7 +22,6 @@ def run_agreement(args: argparse.Namespace) -> int:
         pairwise_accuracy,
         score_candidates,
     )
-    from egohorizon.metrics.embedders import get_embedder
     from egohorizon.schema import RankedCandidates
 
     check_out(args.plot)

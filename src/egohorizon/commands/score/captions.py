@@ -22,9 +22,9 @@ def run_captions(args: argparse.Namespace) -> int:
     """Scores caption predictions through the caption task of the registry (the evaluation callback's
     code), with the repeat-previous baseline and, given --train-gold or --most-frequent, the
     most-frequent one."""
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.errors import ConfigError
     from egohorizon.metrics.captions import most_frequent_action, most_frequent_scene
-    from egohorizon.metrics.embedders import get_embedder
     from egohorizon.tasks import get_task
 
     if args.train_gold and args.most_frequent:

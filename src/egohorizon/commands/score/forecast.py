@@ -13,9 +13,9 @@ def run_forecast_table(args: argparse.Namespace) -> int:
     """Every named predictor and repeat-last on the same points (``metrics.forecast_table``)."""
     import sys
 
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.commands.habit_args import history_from_args
     from egohorizon.errors import ConfigError, DataError
-    from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.forecast_table import compare_forecasters, format_table
     from egohorizon.metrics.habits import STRONGEST_AMONG
     from egohorizon.schema import ForecastPoint, ForecastPrediction
@@ -84,8 +84,8 @@ def run_forecast(args: argparse.Namespace) -> int:
     """Scores forecast predictions through the forecast task of the registry (the evaluation
     callback's code): best of ``--max-candidates``, the random baseline inside the report and, with
     --repeat-last, the repeat-last-K baseline."""
+    from egohorizon.backbones.embedders import get_embedder
     from egohorizon.commands.export import check_exports, forecast_exports, write_exports
-    from egohorizon.metrics.embedders import get_embedder
     from egohorizon.metrics.report import format_forecast
     from egohorizon.schema import ForecastPoint, ForecastPrediction
     from egohorizon.tasks import get_task

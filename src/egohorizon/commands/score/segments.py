@@ -56,7 +56,7 @@ def make_judge(spec: str, prompt: str, args: argparse.Namespace):
     if spec == "verb":
         return judges.VerbJudge()
     if spec == "embedding":
-        from egohorizon.metrics.embedders import get_embedder
+        from egohorizon.backbones.embedders import get_embedder
 
         return judges.EmbeddingJudge(get_embedder(args.embedder), threshold=args.threshold)
     if spec.startswith("verdicts:"):
