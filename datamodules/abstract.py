@@ -121,7 +121,7 @@ class AbstractDataModule(TaskDataModule):
 
     @staticmethod
     def render_answer(item: AbstractItem) -> str:
-        from egohorizon.prompts.abstract import render_groups
+        from egohorizon.formats.abstract import render_groups
 
         return render_groups(item.gold)
 

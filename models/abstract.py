@@ -1,5 +1,5 @@
 """AbstractModule: the LoRA language model (models.lora_lm) that groups a run of consecutive events into
-parents, one ``FIRST-LAST: DESCRIPTION`` line per group (egohorizon.prompts.abstract).
+parents, one ``FIRST-LAST: DESCRIPTION`` line per group (egohorizon.formats.abstract).
 
 What is specific to abstraction: the ``abstract`` prompt and one greedy output per run (a grouping, not
 N sampled candidates), long enough for a group per event in the worst case, and, with

@@ -18,7 +18,7 @@ import pytest
 
 from egohorizon.cli import main
 from egohorizon.data.events.hierarchy import check_hierarchy
-from egohorizon.prompts.abstract import ReplyError, parse_groups
+from egohorizon.formats.abstract import ReplyError, parse_groups
 from egohorizon.schema import Event, load_jsonl, write_jsonl
 
 _EVENT = re.compile(r"^(\d+)\. \d\d:\d\d-\d\d:\d\d (.*)$", re.MULTILINE)

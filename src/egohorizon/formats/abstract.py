@@ -1,13 +1,10 @@
-"""The abstractor's prompt and answer: a run of consecutive level-k events in, their groups out.
+"""The abstractor's answer format: a run of consecutive level-k events grouped, one line per group.
 
 Each group is one line ``FIRST-LAST: DESCRIPTION`` (event indices of the run, 0-based, inclusive); the
 groups must be contiguous, in order and cover the whole run, and every description must say something.
 ``parse_groups`` is strict: it accepts nothing else and its error says which line is wrong and why,
 because that message is shown to the model when it is asked again (``pipelines.abstract.day``).
-
-``render_abstract_prompt`` is the one place a run of events becomes a model input: the offline
-``egohorizon abstract`` job and the training datamodule (``datamodules.abstract``) both call it. It is
-torch-free.
+``render_groups`` writes the same format (the training target). The prompt is ``prompts.abstract``.
 """
 
 from __future__ import annotations
@@ -15,13 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from egohorizon.errors import EgohorizonError
-from egohorizon.prompts import load_prompt
-from egohorizon.schema import Event
 
-ABSTRACT_PROMPT_NAME = "abstract"
 _LINE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*:\s*(.*?)\s*$")
 
 
@@ -40,25 +33,6 @@ class Group:
     @property
     def size(self) -> int:
         return self.last - self.first + 1
-
-
-def clock(seconds: float) -> str:
-    """HH:MM of a Unix time (the world's clock is UTC, docs/demo-world.md)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M")
-
-
-def render_events(events: Sequence[Event]) -> str:
-    return "\n".join(f"{i}. {clock(e.start)}-{clock(e.end)} {e.text}" for i, e in enumerate(events))
-
-
-def render_abstract_prompt(events: Sequence[Event], prompt: str | None = None) -> str:
-    """The prompt for one run of same-level events (its level is the first event's)."""
-    if not events:
-        raise ValueError("an abstraction prompt needs at least one event")
-    level = events[0].level
-    return load_prompt(prompt or ABSTRACT_PROMPT_NAME).render(
-        n_events=len(events), level=level, parent_level=level + 1, events=render_events(events),
-        last_index=len(events) - 1)
 
 
 def render_groups(groups: Sequence[Group]) -> str:

@@ -1,6 +1,6 @@
 """Constrained decoding of the abstractor's answer: only valid groupings can be written.
 
-The strict parser (``prompts.abstract.parse_groups``) refuses a reply whose groups do not start at 0,
+The strict parser (``formats.abstract.parse_groups``) refuses a reply whose groups do not start at 0,
 are not contiguous, run past the last event or stop before it. A small model's boundaries are often
 right while its indices are not (it writes ``13-15`` for a 14-event run), and a refused reply predicts
 nothing. Here the decoder is only allowed tokens that keep the reply a valid prefix of

@@ -1,7 +1,7 @@
 """Abstraction metrics (issue 12) and the two baselines, as plain functions on index groupings.
 
 A grouping of a run of ``n`` events is a list of ``(first, last)`` index pairs (inclusive, contiguous,
-covering ``0..n-1``; ``prompts.abstract.Group`` has the same fields). Its boundaries are the indices
+covering ``0..n-1``; ``formats.abstract.Group`` has the same fields). Its boundaries are the indices
 where a group starts, 0 left out: ``[(0, 2), (3, 3), (4, 6)] -> [3, 4]``.
 
 - ``boundary_counts``: predicted boundaries matched one-to-one to gold boundaries at most

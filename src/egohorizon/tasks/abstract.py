@@ -4,7 +4,7 @@ the gold parents, and compression (events per group) against the gold, next to t
 verb-change baselines (``egohorizon.metrics.abstraction``).
 
 Level keys name the level built: ``L2`` groups L1 events into L2. An invalid output (the strict
-parser of ``prompts.abstract`` refuses it) predicts no boundary and no description, and is left out
+parser of ``formats.abstract`` refuses it) predicts no boundary and no description, and is left out
 of the model's compression (the invalid rate says how many).
 """
 
@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 
 from egohorizon.data.events.abstract_items import AbstractItem
+from egohorizon.formats.abstract import Group, ReplyError, parse_groups
 from egohorizon.metrics import abstraction as M
-from egohorizon.prompts.abstract import Group, ReplyError, parse_groups
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 
 BASELINES = ("fixed_chunks", "verb_change")

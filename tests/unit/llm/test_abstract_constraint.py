@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from egohorizon.backbones.tokenizer import train_bpe_tokenizer
+from egohorizon.formats.abstract import Group, parse_groups, render_groups
 from egohorizon.llm.constraints import GroupingConstraint, grouping_processor
-from egohorizon.prompts.abstract import Group, parse_groups, render_groups
 
 
 @pytest.fixture(scope="module")

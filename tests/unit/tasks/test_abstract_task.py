@@ -10,7 +10,7 @@ import pytest
 from egohorizon.backbones.embedders import ExactEmbedder
 from egohorizon.data.events.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.errors import ConfigError
-from egohorizon.prompts.abstract import Group
+from egohorizon.formats.abstract import Group
 from egohorizon.schema import Event
 from egohorizon.tasks import get_task
 

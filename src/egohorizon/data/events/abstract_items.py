@@ -21,7 +21,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from egohorizon.errors import ConfigError
-from egohorizon.prompts.abstract import Group
+from egohorizon.formats.abstract import Group
 from egohorizon.schema import Event
 
 

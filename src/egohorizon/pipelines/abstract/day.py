@@ -32,8 +32,9 @@ from typing import Any
 
 from egohorizon.data.events.hierarchy import check_hierarchy
 from egohorizon.errors import EgohorizonError
+from egohorizon.formats.abstract import Group, ReplyError, parse_groups, retry_message
 from egohorizon.llm.base import LLMBackend, LLMError, Message
-from egohorizon.prompts.abstract import Group, ReplyError, parse_groups, render_abstract_prompt, retry_message
+from egohorizon.prompts.abstract import render_abstract_prompt
 from egohorizon.schema import Event
 
 
