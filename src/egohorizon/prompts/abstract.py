@@ -9,21 +9,16 @@ torch-free.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
+from egohorizon.clock import minute_clock
 from egohorizon.prompts import load_prompt
 from egohorizon.schema import Event
 
 ABSTRACT_PROMPT_NAME = "abstract"
 
 
-def clock(seconds: float) -> str:
-    """HH:MM of a Unix time (the world's clock is UTC, docs/demo-world.md)."""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%H:%M")
-
-
 def render_events(events: Sequence[Event]) -> str:
-    return "\n".join(f"{i}. {clock(e.start)}-{clock(e.end)} {e.text}" for i, e in enumerate(events))
+    return "\n".join(f"{i}. {minute_clock(e.start)}-{minute_clock(e.end)} {e.text}" for i, e in enumerate(events))
 
 
 def render_abstract_prompt(events: Sequence[Event], prompt: str | None = None) -> str:

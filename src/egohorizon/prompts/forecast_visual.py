@@ -20,19 +20,15 @@ M = 0 is the text-only forecaster.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 
 # upward: the image marker must be the one the collator expands into image tokens (a constant, torch-free module)
 from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
+from egohorizon.clock import second_clock
 from egohorizon.prompts.forecast import render_forecast_prompt
 from egohorizon.schema import ForecastPoint
 
 VISUAL_PROMPT_VERSION = "1"
 NOW_MARK = "\nNow: "
-
-
-def _clock(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
 
 
 def visual_block(frame_times: Sequence[float], crop_time: float | None, memory_lines: Sequence[str] = (),
@@ -41,9 +37,9 @@ def visual_block(frame_times: Sequence[float], crop_time: float | None, memory_l
     lines = []
     if frame_times:
         lines.append("What I saw just before now (gaze as a red ring), oldest first:")
-        lines += [f"{_clock(t)} {image_mark}".rstrip() for t in frame_times]
+        lines += [f"{second_clock(t)} {image_mark}".rstrip() for t in frame_times]
     if crop_time is not None:
-        lines.append(f"Close-up around my gaze at {_clock(crop_time)}: {image_mark}".rstrip())
+        lines.append(f"Close-up around my gaze at {second_clock(crop_time)}: {image_mark}".rstrip())
     if memory_lines:
         lines.append("Similar moments from my past and what I did next:")
         lines += list(memory_lines)

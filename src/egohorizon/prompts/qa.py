@@ -8,8 +8,8 @@ from __future__ import annotations
 import string
 from collections.abc import Sequence
 
-# upward: questions and notes print times with the demo QA items' own clock format
-from egohorizon.data.demo.qa.history import clock
+# questions, options and notes print times with one clock format (the QA items' options are written with it)
+from egohorizon.clock import day_clock
 
 QA_PROMPT_NAME = "qa"
 IMAGE_MARK = "<|vision_start|><|image_pad|><|vision_end|>"
@@ -27,14 +27,14 @@ def render_qa_prompt(question: str, options: Sequence[str], asked: float | None,
     text) of retrieved memory entries; ``asked``: the question time (None: unknown, e.g. HD-EPIC items)."""
     from egohorizon.prompts import load_prompt
 
-    frames = "".join(f"[{clock(t)}] {image_mark}\n" for t in frame_times)
-    lines = "".join(f"- {clock(s)} to {clock(e)[-5:]}: {text}\n" for s, e, text in notes)
+    frames = "".join(f"[{day_clock(t)}] {image_mark}\n" for t in frame_times)
+    lines = "".join(f"- {day_clock(s)} to {day_clock(e)[-5:]}: {text}\n" for s, e, text in notes)
     return load_prompt(prompt or QA_PROMPT_NAME).render(
         n_frames=len(frame_times),
         notes_intro="Notes from the wearer's memory follow the frames." if notes else "",
         frames=frames,
         notes=f"Memory notes:\n{lines}" if notes else "",
-        asked=clock(asked) if asked is not None else "an unknown date",
+        asked=day_clock(asked) if asked is not None else "an unknown date",
         question=question,
         options="\n".join(f"{string.ascii_uppercase[i]}. {o}" for i, o in enumerate(options)),
     )

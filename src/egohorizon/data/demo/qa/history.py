@@ -2,7 +2,7 @@
 
 ``History.until(t_q)`` is the only view the question makers (``tasks``) get, so an answer or a
 distractor can only come from what was recorded before the question was asked (SPEC §2, issue 13).
-Time is rendered the same way everywhere (``clock``), in the prompts and in the options.
+Time is rendered the same way everywhere (``egohorizon.clock.day_clock``), in the prompts and in the options.
 """
 
 from __future__ import annotations
@@ -15,11 +15,6 @@ from dataclasses import dataclass, field
 from egohorizon.schema import Event, Recording
 
 WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
-
-
-def clock(t: float) -> str:
-    """'Tue 11 Mar 14:05' (UTC: the demo world's people live on UTC clock time)."""
-    return dt.datetime.fromtimestamp(t, dt.UTC).strftime("%a %d %b %H:%M")
 
 
 def date_of(day: str) -> str:

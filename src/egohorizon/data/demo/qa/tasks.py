@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from egohorizon.data.demo.qa.history import Past, clock, date_of, weekday
+from egohorizon.clock import day_clock
+from egohorizon.data.demo.qa.history import Past, date_of, weekday
 from egohorizon.schema import Event
 
 DAY_S = 86400.0
@@ -184,7 +185,7 @@ def detail_retrieval(past: Past, rng: random.Random, world: Any) -> Draft | None
     distractors = _pick(rng, apps, {screen["app"]})
     if distractors is None:
         return None
-    return Draft(f"At {clock(event.start)} the person was busy with this: \"{event.text}\". What was open on "
+    return Draft(f"At {day_clock(event.start)} the person was busy with this: \"{event.text}\". What was open on "
                  f"the {screen['device']} screen?", screen["app"], distractors, [event], pooled=True)
 
 
@@ -200,7 +201,7 @@ def spatial_relation(past: Past, rng: random.Random, world: Any) -> Draft | None
     distractors = _pick(rng, seen, set(event.meta["objects"]))
     if distractors is None:
         return None
-    return Draft(f"At {clock(event.start)} the person held the {held}. Which object was in view next to it?",
+    return Draft(f"At {day_clock(event.start)} the person held the {held}. Which object was in view next to it?",
                  answer, distractors, [event], {"held": held}, pooled=True,
                  excluded=frozenset(event.meta["objects"]))
 
@@ -216,7 +217,7 @@ def self_localization(past: Past, rng: random.Random, world: Any) -> Draft | Non
     distractors = _pick(rng, places, {event.meta["place"]})
     if distractors is None:
         return None
-    return Draft(f"Where was the person at {clock(t)}?", event.meta["place"], distractors, [event],
+    return Draft(f"Where was the person at {day_clock(t)}?", event.meta["place"], distractors, [event],
                  {"t": t}, pooled=True)
 
 
@@ -254,13 +255,13 @@ def event_time(past: Past, rng: random.Random, world: Any) -> Draft | None:
     last = occurrences[-1]
     # Distractors: the starts of earlier occurrences on other days (plausible, and wrong: not the last),
     # then starts of other activities on days without this one.
-    earlier = [clock(e.start) for e in reversed(occurrences) if e.day != last.day]
-    others = [clock(e.start) for e in past.level(4) if e.day not in days[key]]
+    earlier = [day_clock(e.start) for e in reversed(occurrences) if e.day != last.day]
+    others = [day_clock(e.start) for e in past.level(4) if e.day not in days[key]]
     distractors = _pick_ordered(rng.sample(earlier[:6], len(earlier[:6])) + rng.sample(others, len(others)),
-                               {clock(last.start)})
+                               {day_clock(last.start)})
     if distractors is None:
         return None
-    return Draft(f"When did the person last {_usual_wording(occurrences)}? (when it began)", clock(last.start),
+    return Draft(f"When did the person last {_usual_wording(occurrences)}? (when it began)", day_clock(last.start),
                  distractors, occurrences[-4:], {"act": key}, pooled=True)
 
 
@@ -316,7 +317,7 @@ def procedure_planning(past: Past, rng: random.Random, world: Any) -> Draft | No
     distractors = _pick_ordered(pool, {_canonical(answer), _canonical(step)})
     if distractors is None:
         return None
-    return Draft(f"On {clock(task.start)} the person started to {_canonical(task)}. What did they do right "
+    return Draft(f"On {day_clock(task.start)} the person started to {_canonical(task)}. What did they do right "
                  f"after they {_canonical(step)}?", _canonical(answer), distractors, [task], pooled=True,
                  excluded=frozenset({_canonical(step)}))
 
@@ -346,7 +347,7 @@ def object_counting(past: Past, rng: random.Random, world: Any) -> Draft | None:
         actions = [a for s in past.kids(task) for a in past.kids(s)]
         objects = {o for a in actions for o in a.meta.get("objects", [])}
         if len(objects) >= 2:
-            return Draft(f"On {clock(task.start)} the person started to {_canonical(task)}. How many different "
+            return Draft(f"On {day_clock(task.start)} the person started to {_canonical(task)}. How many different "
                          "objects did they have in view while doing it?", str(len(objects)),
                          _numbers(rng, len(objects), low=1), [task], {"objects": sorted(objects)}, pooled=True)
     return None
@@ -384,7 +385,7 @@ def route_reasoning(past: Past, rng: random.Random, world: Any) -> Draft | None:
             distractors = _pick(rng, wrong, {answer})
             if distractors is None:
                 return None
-            return Draft(f"Between {clock(span[0].start)} and {clock(span[-1].end)}, which way did the person "
+            return Draft(f"Between {day_clock(span[0].start)} and {day_clock(span[-1].end)}, which way did the person "
                          "go?", answer, distractors, span, pooled=True)
     return None
 
@@ -462,7 +463,7 @@ def direction_judgement(past: Past, rng: random.Random, world: Any) -> Draft | N
     answer = rng.choice(sorted(found))
     event, t, x, y = rng.choice(found[answer])
     wrong = [d for d in DIRECTIONS if d != answer]
-    return Draft(f"At {clock(t)}, in which direction from the middle of the view was the person looking?",
+    return Draft(f"At {day_clock(t)}, in which direction from the middle of the view was the person looking?",
                  answer, rng.sample(wrong, 3), [event], {"t": t, "gaze": [x, y]}, pooled=True)
 
 
