@@ -204,8 +204,8 @@ def _first_per_task(items: list, n: int) -> list:
 def _check_question_times(items, args: argparse.Namespace) -> None:
     """The leakage guard on the items; where an item has no question time (benchmark items from `data
     convert` carry none), the error names the fix its help gives: --notes 0 (issue 36, item 14)."""
-    from egohorizon.data.points.leakage import LeakageError, check_qa_items
-    from egohorizon.errors import DataError
+    from egohorizon.data.points.leakage import check_qa_items
+    from egohorizon.errors import DataError, LeakageError
 
     try:
         check_qa_items(items)

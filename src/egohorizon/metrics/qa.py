@@ -26,25 +26,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from egohorizon.errors import DataError
-from egohorizon.schema import QAItem
-
-# The 14 EgoMonth tasks (Table 1 of the paper) and their cognitive level.
-EGOMONTH_TASK_LEVELS: dict[str, int] = {
-    "Habit Inference": 1,
-    "Personality Inference": 1,
-    "Detail Retrieval": 2,
-    "Spatial Relation": 2,
-    "Self-localization": 2,
-    "Temporal Ordering": 2,
-    "Event Time": 2,
-    "Object Location": 2,
-    "Procedure Planning": 3,
-    "Event Counting": 3,
-    "Object Counting": 3,
-    "Route Reasoning": 3,
-    "Cross-view Spatial Reasoning": 3,
-    "Direction Judgement": 3,
-}
+from egohorizon.schema import EGOMONTH_TASK_LEVELS, QAItem, task_key
 
 _STATEMENTS = (
     re.compile(
@@ -68,11 +50,6 @@ _LETTER_THEN_TEXT = re.compile(
 # Markdown emphasis: runs of * or _ at the edge of a word ("**C**", "__C__", "**Answer:** B"); an
 # underscore or asterisk inside a word ("snake_case", "2*3") is kept.
 _EMPHASIS = re.compile(r"(?<![\w*_])[*_]{1,3}|[*_]{1,3}(?![\w*_])")
-
-
-def task_key(task: str) -> str:
-    """Task names compare case-, space-, hyphen- and underscore-insensitively."""
-    return re.sub(r"[\s_\-]+", "", task).casefold()
 
 
 def _normalise(text: str) -> str:

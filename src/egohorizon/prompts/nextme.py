@@ -25,6 +25,7 @@ import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
+from egohorizon.errors import LeakageError
 from egohorizon.prompts.forecast import render_forecast_prompt
 from egohorizon.schema import ForecastPoint
 
@@ -54,9 +55,6 @@ def check_no_future(point_id: str, t0: float, events: Sequence[dict[str, Any]]) 
     """LeakageError when an event to be shown starts at or after ``t0`` or ends after it."""
     late = [i for i, e in enumerate(events) if not _shown_before(e, t0)]
     if late:
-        # upward: a late event is the leakage guard's own error, whoever finds it
-        from egohorizon.data.points.leakage import LeakageError
-
         first = events[late[0]]
         message = (f"point {point_id!r}: {len(late)} event(s) to be shown are not before t0={t0}, first "
                    f"{first.get('text')!r} ({first['start']}-{first['end']})")

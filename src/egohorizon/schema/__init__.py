@@ -71,10 +71,12 @@ from egohorizon.schema.jsonl import (  # noqa: F401  (re-exported)
     write_jsonl,
 )
 from egohorizon.schema.qa import (  # noqa: F401  (re-exported)
+    EGOMONTH_TASK_LEVELS,
     Evidence,
     QAItem,
     QAPrediction,
     evidence_item,
+    task_key,
 )
 from egohorizon.schema.record import (  # noqa: F401  (re-exported)
     EPOCH_CLOCK_FROM,

@@ -2,11 +2,36 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from egohorizon.schema import checks
 from egohorizon.schema.record import Record, declared
+
+# The 14 EgoMonth tasks (Table 1 of the paper) and their cognitive level: a QA item's ``level`` (its
+# converter and the demo's items set it) and the level the QA report groups by.
+EGOMONTH_TASK_LEVELS: dict[str, int] = {
+    "Habit Inference": 1,
+    "Personality Inference": 1,
+    "Detail Retrieval": 2,
+    "Spatial Relation": 2,
+    "Self-localization": 2,
+    "Temporal Ordering": 2,
+    "Event Time": 2,
+    "Object Location": 2,
+    "Procedure Planning": 3,
+    "Event Counting": 3,
+    "Object Counting": 3,
+    "Route Reasoning": 3,
+    "Cross-view Spatial Reasoning": 3,
+    "Direction Judgement": 3,
+}
+
+
+def task_key(task: str) -> str:
+    """Task names compare case-, space-, hyphen- and underscore-insensitively."""
+    return re.sub(r"[\s_\-]+", "", task).casefold()
 
 
 @dataclass

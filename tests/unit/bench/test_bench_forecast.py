@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from egohorizon import cli
 from egohorizon.bench.forecast import render
-from egohorizon.data.points.leakage import LeakageError
+from egohorizon.errors import LeakageError
 from egohorizon.prompts.forecast import render_forecast_prompt
 from egohorizon.prompts.nextme import NEXTME_CONTEXT, check_no_future, recent_context, render_nextme_prompt
 from egohorizon.schema import ForecastPoint

@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 from test_points_properties import timelines  # the test's own folder is on sys.path (no __init__.py)
 
 from egohorizon.data.points.build import build_points
-from egohorizon.data.points.leakage import HistoryIndex, LeakageError, check_points, history_before
+from egohorizon.data.points.leakage import HistoryIndex, check_points, history_before
 from egohorizon.data.splits import DaySplit, make_day_split
+from egohorizon.errors import LeakageError
 from egohorizon.schema import Event
 
 BASE = 1_700_006_400.0

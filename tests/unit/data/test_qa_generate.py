@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from egohorizon.data.demo import ensure_demo_world, load_demo_world
 from egohorizon.data.demo.qa.items import generate_items
 from egohorizon.data.demo.qa.tasks import MAKERS
-from egohorizon.data.points.leakage import LeakageError, check_qa_items
+from egohorizon.data.points.leakage import check_qa_items
 from egohorizon.data.splits import make_day_split
-from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS, answer_prior, prior_answers
-from egohorizon.schema import QAItem, load_jsonl
+from egohorizon.errors import LeakageError
+from egohorizon.metrics.qa import answer_prior, prior_answers
+from egohorizon.schema import EGOMONTH_TASK_LEVELS, QAItem, load_jsonl
 
 
 @pytest.fixture(scope="module")

@@ -11,8 +11,7 @@ from torch.utils.data import SequentialSampler
 
 from datamodules.forecast import IGNORE_INDEX, BucketBatchSampler, ForecastDataModule
 from egohorizon.backbones.tokenizer import train_bpe_tokenizer
-from egohorizon.data.points.leakage import LeakageError
-from egohorizon.errors import ConfigError
+from egohorizon.errors import ConfigError, LeakageError
 from egohorizon.schema import ForecastPoint, load_jsonl, write_jsonl
 
 

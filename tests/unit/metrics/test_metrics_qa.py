@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS, extract_answer, score_qa
-from egohorizon.schema import QAItem
+from egohorizon.metrics.qa import extract_answer, score_qa
+from egohorizon.schema import EGOMONTH_TASK_LEVELS, QAItem
 
 OPTIONS = ["In the kitchen", "On the balcony", "In the car", "At the office"]
 

@@ -28,25 +28,15 @@ from __future__ import annotations
 
 import bisect
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from egohorizon.data.splits import DaySplit
-from egohorizon.errors import DataError
+from egohorizon.errors import LeakageError
 from egohorizon.schema import Event, ForecastPoint
 
 CONTEXT_KEYS = ("id", "start", "end", "text", "day", "session")
-
-
-class LeakageError(DataError):
-    """A point lets the future (or another split's day) reach the model; lists every problem found."""
-
-    def __init__(self, problems: Sequence[str]):
-        self.problems = list(problems)
-        shown = "\n".join(self.problems[:20])
-        more = f"\n... and {len(self.problems) - 20} more" if len(self.problems) > 20 else ""
-        super().__init__(f"leakage guard: {len(self.problems)} problem(s):\n{shown}{more}")
 
 
 def context_view(event: Event) -> dict[str, Any]:

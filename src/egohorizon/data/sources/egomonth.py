@@ -34,8 +34,7 @@ from typing import Any
 from egohorizon.data.sources._common import Conversion
 from egohorizon.data.sources._json import Defects, read_json, type_name, warn_duplicate_options
 from egohorizon.errors import DataError
-from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS, task_key
-from egohorizon.schema import QAItem
+from egohorizon.schema import EGOMONTH_TASK_LEVELS, QAItem, task_key
 
 SOURCE = "egomonth"
 N_OPTIONS = 4  # every EgoMonth item has options A-D; its scripts read only those letters

@@ -33,9 +33,8 @@ from typing import Any
 from egohorizon.data.demo.qa.history import History
 from egohorizon.data.demo.qa.tasks import MAKERS, Draft
 from egohorizon.data.splits import DaySplit
-from egohorizon.metrics.qa import EGOMONTH_TASK_LEVELS
 from egohorizon.progress import QUIET, StepProgress
-from egohorizon.schema import QAItem
+from egohorizon.schema import EGOMONTH_TASK_LEVELS, QAItem
 
 
 def _task_slug(task: str) -> str:
