@@ -310,7 +310,8 @@ class CaptionDataModule(TaskDataModule):
     def training_corpus(self) -> list[str]:
         """Prompts and answers of up to ``max_corpus_windows`` training windows, read from the shards'
         JSON members only (no image is decoded): what the tiny backbone's tokenizer learns from."""
-        from egohorizon.prompts.caption import render_caption_answer, render_caption_prompt
+        from egohorizon.formats.caption import render_caption_answer
+        from egohorizon.prompts.caption import render_caption_prompt
 
         texts: list[str] = []
         for meta in self.window_metas("train", limit=self.max_corpus_windows):
@@ -323,7 +324,7 @@ class CaptionDataModule(TaskDataModule):
     def training_answers(self) -> list[str]:
         """The distinct targets of the training windows (their gold actions in the caption format), in
         a fixed order: the answer set of ``model.generation.answer_set=train`` (models.caption)."""
-        from egohorizon.prompts.caption import render_caption_answer
+        from egohorizon.formats.caption import render_caption_answer
 
         answers = {render_caption_answer(m["events"], m["start"], m["end"]) for m in self.window_metas("train")}
         return sorted(a for a in answers if a)

@@ -19,7 +19,9 @@ changes seen in the window. ``parse_caption_output`` reads model text into a ``C
 - a reply with no valid action and no scene is ``invalid``: it is scored as an empty caption and
   counted as invalid, never guessed.
 
-``render_caption_lines`` writes the same format (the training target of a demo window).
+``render_caption_lines`` writes the same format; ``render_caption_answer`` is the training target of a
+window (its gold level-1 events and scene in this format): the captioner's datamodule, its prompt and
+the answer set (``llm.answer_set``) all read it from here.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 _FENCE_LINE = re.compile(r"^\s*```")
 
@@ -129,3 +132,11 @@ def gold_scene(events: Sequence[dict], window_start: float, window_end: float) -
                 and (not places or places[-1] != place.strip())):
             places.append(place.strip())
     return ", then ".join(places) if places else None
+
+
+def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end: float) -> str | None:
+    """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
+    clipped to ``[start, end]`` and relative to ``start``, then the gold scene line when the events
+    carry their place; None when it has no action (nothing to learn)."""
+    actions = gold_actions(events, start, end)
+    return render_caption_lines(actions, gold_scene(events, start, end)) if actions else None

@@ -125,7 +125,7 @@ def read_answer_set(folder: str | Path) -> AnswerSet | None:
 def training_answer_set(datamodule) -> AnswerSet:
     """The datamodule's training answers (``training_answers``, the trie's order) and how many training
     windows have one of them as their target (read from the training shards' JSON members)."""
-    from egohorizon.prompts.caption import render_caption_answer
+    from egohorizon.formats.caption import render_caption_answer
 
     answers = datamodule.training_answers()
     known = set(answers)

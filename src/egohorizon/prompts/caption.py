@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from egohorizon.formats.caption import render_caption_answer
 from egohorizon.prompts import load_prompt
 
 CAPTION_PROMPT_NAME = "caption"
@@ -62,17 +63,6 @@ def render_screen_text(lines: Sequence[Mapping[str, Any]], max_chars: int = 400)
         used += len(text)
         groups.setdefault(f"t={float(line.get('t', 0.0)):.0f}s", []).append(text)
     return "; ".join(f"{t}: {' / '.join(texts)}" for t, texts in groups.items()) or "none"
-
-
-def render_caption_answer(events: Sequence[Mapping[str, Any]], start: float, end: float) -> str | None:
-    """The target of a window: its level-1 ``events`` (shard meta records) in the caption format,
-    clipped to ``[start, end]`` and relative to ``start``, then the gold scene line when the events
-    carry their place; None when it has no action (nothing to learn)."""
-    # upward: the answer is written in the caption format its parser reads back, so one module owns both
-    from egohorizon.formats.caption import gold_actions, gold_scene, render_caption_lines
-
-    actions = gold_actions(events, start, end)
-    return render_caption_lines(actions, gold_scene(events, start, end)) if actions else None
 
 
 def pick_frames(count: int, frames_per_window: int | None, rng=None) -> list[int]:

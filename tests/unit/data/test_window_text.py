@@ -165,8 +165,7 @@ def test_caption_prompt_has_the_screen_text_line():
 
 
 def test_gold_scene_is_the_place_and_its_change():
-    from egohorizon.formats.caption import gold_scene, parse_caption_output
-    from egohorizon.prompts.caption import render_caption_answer
+    from egohorizon.formats.caption import gold_scene, parse_caption_output, render_caption_answer
 
     events = [{"level": 1, "start": 0.0, "end": 12.0, "text": "open the fridge", "place": "kitchen"},
               {"level": 1, "start": 12.0, "end": 20.0, "text": "take the milk", "place": "kitchen"},

@@ -25,7 +25,8 @@ def test_missing_header_and_missing_file(tmp_path):
 
 def test_caption_prompt_marks_each_image_where_the_collator_expects_it():
     from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
-    from egohorizon.prompts.caption import IMAGE_MARK, render_caption_answer, render_caption_prompt
+    from egohorizon.formats.caption import render_caption_answer
+    from egohorizon.prompts.caption import IMAGE_MARK, render_caption_prompt
 
     assert IMAGE_MARK == IMAGE_PLACEHOLDER
     text = render_caption_prompt([0.0, 15.0], "  ", window_s=30.0, with_crop=True)
