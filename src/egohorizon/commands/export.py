@@ -126,7 +126,8 @@ def run_egoschema(args: argparse.Namespace) -> int:
 
 
 def run_lta(args: argparse.Namespace) -> int:
-    from egohorizon.metrics.exports import json_text, lta_submission, read_taxonomy, unannotated_points
+    from egohorizon.data.sources.ego4d_lta import read_taxonomy
+    from egohorizon.metrics.exports import json_text, lta_submission, unannotated_points
     from egohorizon.schema import ForecastPrediction
     from egohorizon.tasks import get_task
 
@@ -184,7 +185,7 @@ def check_exports(args: argparse.Namespace):
     if not args.taxonomy:
         raise ConfigError(f"--export ego4d-lta needs --taxonomy ({TAXONOMY_HELP}): the challenge file holds "
                           "class indices")
-    from egohorizon.metrics.exports import read_taxonomy
+    from egohorizon.data.sources.ego4d_lta import read_taxonomy
 
     return read_taxonomy(args.taxonomy)
 

@@ -11,7 +11,7 @@
 - ``lta_submission``: Ego4D long-term anticipation's challenge file, ``{"<clip_uid>_<last observed
   action_idx>": {"verb": [[Z ints] x K], "noun": [[Z ints] x K]}}`` with K = 5, as
   ``ego4d_forecasting/tasks/long_term_anticipation.py`` (``test_epoch_end``) writes it: predicted
-  action texts mapped back to taxonomy class indices (``read_taxonomy``).
+  action texts mapped back to taxonomy class indices (``data.sources.ego4d_lta.read_taxonomy``).
 The lmms-eval results and samples files are ``metrics/lmms_eval.py``. ``write_text_atomic`` writes
 any of them (temp file + rename, as ``schema.write_jsonl`` does for JSON Lines).
 """
@@ -26,9 +26,12 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from egohorizon.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from egohorizon.data.sources.ego4d_lta import Taxonomy
 
 EXAMPLES = 5  # examples named in a message
 
@@ -153,51 +156,6 @@ def csv_text(columns: Sequence[str], rows: Sequence[Mapping[str, str]]) -> str:
 LTA_K = 5  # candidate sequences per clip in the challenge file
 
 
-@dataclass(frozen=True)
-class Taxonomy:
-    """Ego4D LTA's verb and noun classes: the texts the importer writes (``take``, ``nut (food)``) in
-    class order, and the names as the taxonomy file has them (``take_(pick,_grab,_get)``)."""
-
-    verbs: list[str]
-    nouns: list[str]
-    verb_names: list[str]
-    noun_names: list[str]
-    path: str
-
-    def index(self, head: str) -> dict[str, int]:
-        """Label -> class index of one head: each class's text and its taxonomy name, normalised."""
-        texts, names = (self.verbs, self.verb_names) if head == "verb" else (self.nouns, self.noun_names)
-        table: dict[str, int] = {}
-        for i, (text, name) in enumerate(zip(texts, names, strict=True)):
-            for key in (text, name, name.replace("_", " ")):
-                table.setdefault(_label_key(key), i)
-        return table
-
-
-def _label_key(text: str) -> str:
-    return " ".join(text.split()).casefold()
-
-
-def read_taxonomy(path: str | os.PathLike) -> Taxonomy:
-    """``fho_lta_taxonomy.json`` (``{"verbs": [...], "nouns": [...]}``) or the ``metadata.json`` that
-    ``data convert ego4d-lta`` writes (its ``verbs`` / ``nouns`` are the texts the points use)."""
-    # upward: the LTA taxonomy is read by the Ego4D converter's own reader, so both read it alike
-    from egohorizon.data.sources._json import read_json, type_name
-    from egohorizon.data.sources.ego4d_lta import class_texts
-
-    data = read_json(path, "fho_lta_taxonomy.json or the metadata.json of `data convert ego4d-lta`")
-    if not isinstance(data, dict):
-        raise DataError(f"{path}: expected an object with 'verbs' and 'nouns', got {type_name(data)}")
-    for key in ("verbs", "nouns"):
-        value = data.get(key)
-        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
-            raise DataError(f"{path}: field '{key}': expected an array of class names, got {value!r:.80}")
-    converted = data.get("source") == "ego4d-lta"  # metadata.json: the names are already the texts
-    verbs = data["verbs"] if converted else class_texts(data["verbs"])
-    nouns = data["nouns"] if converted else class_texts(data["nouns"])
-    return Taxonomy(verbs, nouns, list(data["verbs"]), list(data["nouns"]), str(path))
-
-
 def lta_submission(points: Sequence[tuple[str, int]], predictions: Mapping[str, list[list[str]] | None],
                    taxonomy: Taxonomy, where: str, unknown: str = "refuse") -> tuple[dict, dict]:
     """``(challenge dict, counts)``. ``points``: (id, Z) per point; ``predictions``: id -> candidate
@@ -256,18 +214,19 @@ class _Labeller:
     """Action text -> (verb index or None, noun index or None) against one taxonomy."""
 
     def __init__(self, taxonomy: Taxonomy):
+        self.key = taxonomy.key
         self.tables = {"verb": taxonomy.index("verb"), "noun": taxonomy.index("noun")}
-        self.verb_words = sorted({_label_key(v) for v in taxonomy.verbs}
-                                 | {_label_key(v.replace("_", " ")) for v in taxonomy.verb_names})
+        self.verb_words = sorted({self.key(v) for v in taxonomy.verbs}
+                                 | {self.key(v.replace("_", " ")) for v in taxonomy.verb_names})
 
     def labels(self, actions: Sequence[str], where: str, counts: dict, examples: list[str]) -> dict:
         from egohorizon.metrics.ego4d import split_action
 
         labels: dict[str, list[int | None]] = {"verb": [], "noun": []}
         for position, action in enumerate(actions):
-            verb, noun = split_action(_label_key(action), self.verb_words)
+            verb, noun = split_action(self.key(action), self.verb_words)
             for head, word in (("verb", verb), ("noun", noun)):
-                index = self.tables[head].get(_label_key(word))
+                index = self.tables[head].get(self.key(word))
                 if index is None:
                     counts[f"unknown_{head}"] += 1
                     if len(examples) < EXAMPLES:

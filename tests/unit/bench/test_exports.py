@@ -30,6 +30,7 @@ from pathlib import Path
 import pytest
 
 from egohorizon import cli
+from egohorizon.data.sources.ego4d_lta import Taxonomy
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.metrics import exports
 from egohorizon.metrics.ego4d import ed_curve
@@ -482,10 +483,10 @@ def test_writes_are_atomic_and_a_failed_write_is_an_error_naming_the_option(tmp_
 
 
 def test_taxonomy_texts_and_names_both_map_to_the_class():
-    taxonomy = exports.Taxonomy(["take", "nut (food)"], ["take", "nut (food)"], ["take_(pick,_grab,_get)",
+    taxonomy = Taxonomy(["take", "nut (food)"], ["take", "nut (food)"], ["take_(pick,_grab,_get)",
                                 "nut_(food)"], ["take_(pick,_grab,_get)", "nut_(food)"], "t.json")
     table = taxonomy.index("noun")
     assert table["nut (food)"] == table["nut_(food)"] == 1 and table["take (pick, grab, get)"] == 0
     with pytest.raises(DataError, match="p.jsonl: 0 verb and 1 noun"):
         exports.lta_submission([("c_1", 1)], {"c_1": [["take bread"]]},
-                               exports.Taxonomy(["take"], ["nut"], ["take"], ["nut"], "t.json"), "p.jsonl")
+                               Taxonomy(["take"], ["nut"], ["take"], ["nut"], "t.json"), "p.jsonl")

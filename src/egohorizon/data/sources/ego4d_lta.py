@@ -25,6 +25,9 @@ latest end of an input action, ``k`` = ``z`` (20), ``level`` = 1.
 - ``participant`` is "" (the LTA files name no wearer); ``meta`` keeps clip_uid, video_uid, clip_id.
 A row's ``verb``/``noun`` must be its label's class name in the taxonomy; a clip may be in one file
 only; ``(clip_uid, action_idx)`` is unique. Every defect is listed at once, by file, item and field.
+
+``read_taxonomy`` reads the taxonomy (or the ``metadata.json`` a conversion wrote) as the challenge file
+numbers its classes (``Taxonomy``), for ``export ego4d-lta`` and ``score ... --export ego4d-lta``.
 """
 
 from __future__ import annotations
@@ -72,6 +75,48 @@ def class_texts(names: list[str]) -> list[str]:
     heads = [re.split(r"_\(", name, maxsplit=1)[0].replace("_", " ").strip() for name in names]
     shared = {h for h, n in Counter(heads).items() if n > 1}
     return [" ".join(name.replace("_", " ").split()) if h in shared else h for h, name in zip(heads, names)]
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    """Ego4D LTA's verb and noun classes: the texts the importer writes (``take``, ``nut (food)``) in
+    class order, and the names as the taxonomy file has them (``take_(pick,_grab,_get)``)."""
+
+    verbs: list[str]
+    nouns: list[str]
+    verb_names: list[str]
+    noun_names: list[str]
+    path: str
+
+    def index(self, head: str) -> dict[str, int]:
+        """Label -> class index of one head: each class's text and its taxonomy name, normalised."""
+        texts, names = (self.verbs, self.verb_names) if head == "verb" else (self.nouns, self.noun_names)
+        table: dict[str, int] = {}
+        for i, (text, name) in enumerate(zip(texts, names, strict=True)):
+            for key in (text, name, name.replace("_", " ")):
+                table.setdefault(Taxonomy.key(key), i)
+        return table
+
+    @staticmethod
+    def key(text: str) -> str:
+        """A label as the tables compare it: whitespace collapsed, case folded."""
+        return " ".join(text.split()).casefold()
+
+
+def read_taxonomy(path: str | os.PathLike) -> Taxonomy:
+    """``fho_lta_taxonomy.json`` (``{"verbs": [...], "nouns": [...]}``) or the ``metadata.json`` that
+    ``data convert ego4d-lta`` writes (its ``verbs`` / ``nouns`` are the texts the points use)."""
+    data = read_json(path, "fho_lta_taxonomy.json or the metadata.json of `data convert ego4d-lta`")
+    if not isinstance(data, dict):
+        raise DataError(f"{path}: expected an object with 'verbs' and 'nouns', got {type_name(data)}")
+    for key in ("verbs", "nouns"):
+        value = data.get(key)
+        if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+            raise DataError(f"{path}: field '{key}': expected an array of class names, got {value!r:.80}")
+    converted = data.get("source") == "ego4d-lta"  # metadata.json: the names are already the texts
+    verbs = data["verbs"] if converted else class_texts(data["verbs"])
+    nouns = data["nouns"] if converted else class_texts(data["nouns"])
+    return Taxonomy(verbs, nouns, list(data["verbs"]), list(data["nouns"]), str(path))
 
 
 def convert(annotations: list[str | Path], taxonomy: str | Path, *, input_actions: int = 2,
