@@ -46,7 +46,7 @@ class LetterboxImageProcessor:
         from PIL import Image
 
         from egohorizon.backbones.boxes import ResizeMapping
-        from egohorizon.llm.images import as_rgb_array
+        from egohorizon.backbones.rgb import as_rgb_array
 
         rgb = Image.fromarray(as_rgb_array(image))
         mapping = ResizeMapping((rgb.height, rgb.width), (self.image_size, self.image_size), letterbox=True)

@@ -14,30 +14,13 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
+from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
+from egohorizon.backbones.rgb import as_rgb_array
 from egohorizon.llm.base import Message
 
-# egohorizon.backbones.collate.IMAGE_PLACEHOLDER, repeated so that this module imports no backbone code
-# (tests/integration/test_caption_job.py checks they are equal).
-IMAGE_MARK = "<|vision_start|><|image_pad|><|vision_end|>"
+# the marker the collator expands into image tokens: a sent image goes where a trained model saw it
+IMAGE_MARK = IMAGE_PLACEHOLDER
 DATA_URL_PREFIX = "data:image/jpeg;base64,"
-
-
-def as_rgb_array(image: Any):
-    """An HWC uint8 RGB array from an HWC/CHW array, a torch tensor or a PIL image."""
-    import numpy as np
-
-    if hasattr(image, "mode") and hasattr(image, "size"):  # PIL
-        return np.asarray(image.convert("RGB"))
-    if hasattr(image, "detach"):  # torch tensor, CHW
-        image = image.detach().cpu().numpy()
-        if image.ndim == 3 and image.shape[0] in (1, 3) and image.shape[-1] not in (1, 3):
-            image = image.transpose(1, 2, 0)
-    array = np.asarray(image)
-    if array.ndim == 2:
-        array = np.repeat(array[:, :, None], 3, axis=2)
-    if array.ndim != 3 or array.shape[2] != 3 or array.dtype != np.uint8:
-        raise ValueError(f"expected an HWC uint8 RGB image, got shape {array.shape} and dtype {array.dtype}")
-    return np.ascontiguousarray(array)
 
 
 def jpeg_bytes(image: Any, quality: int = 90) -> bytes:
