@@ -1,12 +1,18 @@
-"""Which modules of src/egohorizon import each other in a circle? Read with ast, nothing imported.
+"""Which modules of src/egohorizon import each other in a circle, and which of its packages do? Read with
+ast, nothing imported.
 
-    python scripts/import_cycles.py          # one line per circle (its modules, in import order); exit 1 if any
+    python scripts/import_cycles.py          # one line per circle (its modules or packages, sorted); exit 1 if any
 
 Every ``import`` counts: one inside a function (a lazy import hides a circle, it does not remove it) and
 one under ``if TYPE_CHECKING:`` (two modules that need each other's names are one module in two files,
 whenever the names are needed). ``from a.b import c`` is an
 arrow to ``a.b.c`` when that is a module, else to ``a.b``. A circle is a strongly connected component of
 two or more modules (or a module importing itself); tests/unit/house/test_import_cycles.py checks the count.
+
+A package circle (issue 39) is the same at the level of the project's packages: each module stands for its
+top-level package or root module (``egohorizon.data.points.leakage`` is ``egohorizon.data``,
+``egohorizon.errors`` itself), so ``data`` importing ``metrics`` for a constant while ``metrics`` imports
+``data`` for a reader is one circle, though no module imports itself back.
 """
 
 from __future__ import annotations
@@ -107,8 +113,26 @@ def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     return sorted(found)
 
 
+def package_of(module: str) -> str:
+    """The top-level package or root module a module belongs to: ``egohorizon.data.points.leakage`` ->
+    ``egohorizon.data``, ``egohorizon.errors`` -> itself, ``egohorizon`` -> itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The module graph seen a floor up: package -> the other packages its modules import."""
+    packages: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        here = package_of(name)
+        packages.setdefault(here, set()).update(package_of(t) for t in targets)
+    for here, targets in packages.items():
+        targets.discard(here)
+    return packages
+
+
 def main() -> int:
-    found = cycles(graph(ROOT / "src"))
+    edges = graph(ROOT / "src")
+    found = cycles(edges) + cycles(package_graph(edges))
     for component in found:
         print(" <-> ".join(component))
     return 1 if found else 0

@@ -159,7 +159,7 @@ def _served(model: str) -> tuple[str, str, dict[str, Any], dict[str, Any] | None
     """(model to load, served name, adapter meta, adapter config or None) of what is captioned with."""
     path = Path(model).expanduser()
     if (path / "adapter_config.json").is_file():
-        # upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+        # checkpoints.py is the one torch-free reader of adapters and run folders
         from egohorizon.checkpoints import read_adapter_meta
 
         meta, config = read_adapter_meta(path), _json(path / "adapter_config.json")

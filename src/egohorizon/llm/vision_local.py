@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-# upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+# checkpoints.py is the one torch-free reader of adapters and run folders
 from egohorizon.checkpoints import read_adapter_meta
 from egohorizon.errors import ConfigError
 from egohorizon.llm.base import LLMBackend, Prompt, as_messages

@@ -18,7 +18,7 @@ import re
 import threading
 from pathlib import Path
 
-# upward: the judge is a language model; only the backend interface is imported (torch-free)
+# the judge is a language model; only the backend interface is imported (torch-free)
 from egohorizon.llm.base import LLMBackend
 from egohorizon.metrics.judges import Judge, Pair
 from egohorizon.prompts import Prompt, load_prompt

@@ -116,7 +116,7 @@ def caption_sample(
     infos = window_meta["frames"]
     images = [frames[i] for i in chosen]
     if draw_gaze and not window_meta.get("gaze_drawn"):
-        # upward: the ring drawn at training must be the one the shard writer draws
+        # the ring drawn at training must be the one the shard writer draws
         from egohorizon.data.windows.sample import draw_gaze as ring
 
         images = [ring(im, _scaled(infos[i]["gaze"], infos[i], im)) if infos[i].get("gaze") else im

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-# upward: the image marker must be the one the collator expands into image tokens (a constant, torch-free module)
+# the image marker must be the one the collator expands into image tokens (a constant, torch-free module)
 from egohorizon.backbones.collate import IMAGE_PLACEHOLDER
 from egohorizon.clock import second_clock
 from egohorizon.prompts.forecast import render_forecast_prompt

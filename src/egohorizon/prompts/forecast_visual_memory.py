@@ -20,7 +20,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-# upward: the prompt lists what the personal memory retrieves before t0
 from egohorizon.memory import Entry, MemoryIndex
 from egohorizon.schema import ForecastPoint
 

@@ -1,5 +1,7 @@
 """Import circles of src/egohorizon (scripts/import_cycles.py, issue 24): the ones outside the run middle
-are gone, and the checker finds a circle, also one hidden behind a lazy or a TYPE_CHECKING import."""
+are gone, and the checker finds a circle, also one hidden behind a lazy or a TYPE_CHECKING import. Issue 39:
+no circle among the packages either (the lower floors were one knot: data, metrics, prompts, memory, llm
+and backbones imported each other for a constant, an error class or a clock format)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,11 @@ import import_cycles
 def test_no_import_circle_at_all():
     """Issue 24: the middle became the egohorizon.run package, floors from setup up to dispatch."""
     assert import_cycles.cycles(import_cycles.graph(REPO_ROOT / "src")) == []
+
+
+def test_no_circle_among_the_packages():
+    """Each package (and root module) of src/egohorizon stands for all its modules."""
+    assert import_cycles.cycles(import_cycles.package_graph(import_cycles.graph(REPO_ROOT / "src"))) == []
 
 
 def test_the_run_floors_import_only_downwards():
@@ -67,3 +74,23 @@ def test_the_package_never_imports_the_lightning_glue():
             upward += [f"{path.relative_to(REPO_ROOT)}:{node.lineno} {n}" for n in names
                        if n.split(".")[0] in ("models", "datamodules")]
     assert upward == []
+
+
+def test_two_packages_importing_each_other_are_a_circle_though_no_module_is(tmp_path):
+    edges = _package(tmp_path, {
+        "__init__.py": "",
+        "errors.py": "",
+        "data/__init__.py": "",
+        "data/items.py": "from egohorizon.metrics.qa import LEVELS\nfrom egohorizon import errors\n",
+        "metrics/__init__.py": "",
+        "metrics/qa.py": "LEVELS = {}\n",
+        "metrics/exports.py": "def read():\n    from ..data.sources import taxonomy\n",
+        "data/sources.py": "import egohorizon.errors\n",
+    })
+    assert import_cycles.cycles(edges) == []
+    packages = import_cycles.package_graph(edges)
+    assert packages["egohorizon.data"] == {"egohorizon.metrics", "egohorizon.errors"}
+    assert packages["egohorizon.errors"] == set()
+    assert import_cycles.cycles(packages) == [["egohorizon.data", "egohorizon.metrics"]]
+    assert import_cycles.package_of("egohorizon.data.points.leakage") == "egohorizon.data"
+    assert import_cycles.package_of("egohorizon") == "egohorizon"

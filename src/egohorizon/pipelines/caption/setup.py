@@ -51,7 +51,7 @@ def choose_model(model: str, base_url: str | None = None, task: str | None = Non
         return ModelChoice(model=model, base_url=base_url)
     path = Path(model).expanduser()
     if path.exists() and _looks_like_adapter(path):
-        # upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+        # checkpoints.py is the one torch-free reader of adapters and run folders
         from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 
         adapter = resolve_adapter(str(path)).resolve()
@@ -68,7 +68,7 @@ def adapter_task(adapter: Path, meta: dict[str, Any]) -> str | None:
     it was trained with (``forecast``, ``forecast_visual``, ``caption``, ...); None when none tells."""
     if meta.get("task"):
         return str(meta["task"])
-    # upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+    # checkpoints.py is the one torch-free reader of adapters and run folders
     from egohorizon.checkpoints import run_config
 
     try:

@@ -20,7 +20,7 @@ def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | 
                    clip_frames: int = 6, clip_s: float = 6.0):
     from egohorizon.backbones.boxes import ResizeMapping
 
-    # upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+    # checkpoints.py is the one torch-free reader of adapters and run folders
     from egohorizon.checkpoints import resolve_adapter
     from egohorizon.formats.hands import parse_hand_text
     from egohorizon.llm.vision_local import LocalVLMBackend
