@@ -15,7 +15,7 @@
    task's most frequent training action); none by default.
 6. ``day_split()`` and ``item_days(split)``: the day split used and each held-out item's (participant,
    day) pairs; the run records the split (``split.json``) and eval.py and compare check scored items
-   against it (``egohorizon.split_record``).
+   against it (``egohorizon.run.split_record``).
 
 Nothing is patched into a datamodule from outside: these calls are the whole interface.
 """
@@ -65,7 +65,7 @@ class TaskDataModule(L.LightningDataModule):
 
     def day_split(self):
         """The ``DaySplit`` the splits were made with (recorded in the run folder as ``split.json``,
-        ``egohorizon.split_record``), or None when the datamodule knows none (points read from a file)."""
+        ``egohorizon.run.split_record``), or None when the datamodule knows none (points read from a file)."""
         from egohorizon.data.splits import DaySplit
 
         split = getattr(self, "split", None)
@@ -74,7 +74,7 @@ class TaskDataModule(L.LightningDataModule):
     def item_days(self, split: str) -> dict[str, set[tuple[str, str]]]:
         """Item id -> the (participant, day) pairs its gold comes from, for the held-out items of ``split``:
         what eval.py and compare check against a run's training days."""
-        from egohorizon.split_record import days_of_item
+        from egohorizon.run.split_record import days_of_item
 
         return {item_id: days_of_item(item) for item_id, item in self.eval_items(split).items()}
 

@@ -10,7 +10,7 @@ split, levels) and, for forecasting, ``points=<file>``, so a row here is exactly
 task=... ckpt=...`` reports.
 
 Held-out days (``plan_held_out``): each run's day split is read from its folder
-(``egohorizon.split_record``); runs whose held-out days differ are refused, naming the days one run
+(``egohorizon.run.split_record``); runs whose held-out days differ are refused, naming the days one run
 holds out and another trained on, unless ``--intersect-held-out`` asks for the days all of them hold
 out (the points kept on them, or a split file cut to them). Every evaluation then checks each scored
 item against every compared run's training days. Checkpoints without an adapter folder beside them
@@ -243,7 +243,7 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
     (``held_out_points.jsonl``) or a split cut to them (``splits/intersection.json``). Each known split
     is saved under ``splits/`` and handed to every evaluation's held-out check."""
     from egohorizon.errors import DataError
-    from egohorizon.split_record import (
+    from egohorizon.run.split_record import (
         check_same_held_out,
         format_days,
         intersect_split,

@@ -18,7 +18,7 @@ callback uses (``GenerationEvalCallback`` with the run's task), so the numbers m
   candidate in one answer; answers are cached on disk, so a re-run makes no new calls.
 - ``points``: a points JSONL file to evaluate instead of the data config's held-out split.
 - a run's own held-out days: with ``ckpt`` in a run folder, the run's recorded day split
-  (``split.json``, ``egohorizon.split_record``) replaces one drawn with this config's seed, and every
+  (``split.json``, ``egohorizon.run.split_record``) replaces one drawn with this config's seed, and every
   scored item is checked against the run's training days (and, from compare, every compared run's):
   an item from a training day is refused with the days named, whatever ``points`` or split is given.
 """
@@ -80,7 +80,7 @@ def build_eval_datamodule(cfg: DictConfig, runs: list | None = None, **data_over
                         f"fit these data: {error}. Evaluate with the data the run trained on ({_trained_on(own)})"
                         ) from None
     if runs:
-        from egohorizon.split_record import check_held_out
+        from egohorizon.run.split_record import check_held_out
 
         slot = "test" if "eval_split" in accepted else cfg.split
         what = f"eval: the {cfg.split} items" + (f" of points={cfg.points}" if cfg.get("points") else "")
@@ -116,7 +116,7 @@ def held_out_runs(cfg: DictConfig) -> list:
     ``ckpt`` belongs to (its ``split.json``, or for an older run its split rebuilt, with a warning) and,
     from ``egohorizon compare``, every compared run (``held_out_guard``: ``{run, split_file}`` entries)."""
     from egohorizon.data.splits import DaySplit
-    from egohorizon.split_record import RunSplit, run_split_of
+    from egohorizon.run.split_record import RunSplit, run_split_of
 
     runs = []
     if cfg.get("ckpt"):

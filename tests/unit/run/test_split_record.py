@@ -19,7 +19,7 @@ from egohorizon.data.points.build import build_points
 from egohorizon.data.splits import DaySplit, make_day_split
 from egohorizon.errors import DataError
 from egohorizon.schema import write_jsonl
-from egohorizon.split_record import (
+from egohorizon.run.split_record import (
     RunSplit,
     check_held_out,
     check_same_held_out,
@@ -111,7 +111,7 @@ def test_a_run_without_a_record_has_its_split_rebuilt_from_its_config(world, tmp
                                  "logger=csv"])
     run.mkdir()
     (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    with caplog.at_level(logging.WARNING, logger="egohorizon.split_record"):
+    with caplog.at_level(logging.WARNING, logger="egohorizon.run.split_record"):
         found = read_run_split(run)
     assert found.split.days == split1.days and found.seed == 1
     assert "rebuilt from its config.yaml" in caplog.text and "seed 1" in caplog.text
