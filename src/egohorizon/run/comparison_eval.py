@@ -311,10 +311,11 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
 
 
 def _takes_split_file(config: DictConfig | None) -> bool:
-    from egohorizon.run.evaluation import class_arguments
+    """Whether the run's datamodule says it takes a day split file (``TaskDataModule.takes_split_file``)."""
+    from hydra.utils import get_class
 
     target = config.data.get("_target_") if config is not None and "data" in config else None
-    return bool(target) and "split_file" in class_arguments(str(target))
+    return bool(target) and get_class(str(target)).takes_split_file()
 
 
 def _safe(label: str) -> str:

@@ -262,9 +262,10 @@ def test_compare_prompts_each_adapter_with_what_its_datamodule_says_shapes_a_pro
 def test_in_context_settings_are_the_datamodules_say(tmp_path):
     """An untrained backbone prompted in context: forecasting asks for every candidate in one answer; the
     other tasks keep their own prompt."""
-    from egohorizon.run.evaluation import prompt_settings
+    from egohorizon.run.eval_build import prompt_settings
+    from egohorizon.run.eval_target import EvalTarget
 
     forecast = _compose("eval", ["model.generation.num_candidates=3", f"paths.run_dir={tmp_path}"])
-    assert prompt_settings(forecast) == {"eval_prompt_candidates": 3}
+    assert prompt_settings(forecast, EvalTarget(ckpt=None)) == {"eval_prompt_candidates": 3}
     abstract = _compose("eval", ["task=abstract", f"paths.run_dir={tmp_path}"])
-    assert prompt_settings(abstract) == {}
+    assert prompt_settings(abstract, EvalTarget(ckpt=None)) == {}
