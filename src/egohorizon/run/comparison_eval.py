@@ -35,12 +35,12 @@ from egohorizon.checkpoints import (
     ADAPTER_META_FILE,
     read_adapter_meta,
     resolve_adapter,
-    run_config,
     run_dir_of_target,
 )
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import conf_dir
 from egohorizon.run.comparison import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
+from egohorizon.run.split_record import run_config
 
 log = logging.getLogger(__name__)
 
