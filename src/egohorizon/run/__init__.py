@@ -2,10 +2,10 @@
 that reads a Hydra DictConfig; everything below it takes plain arguments.
 
 Floors, lowest first (each imports only the ones above it in this list, never back):
-  setup.py            seed, run folder, and one ``build_*`` per piece (datamodule, backbone, model,
-                      callbacks, loggers, trainer)
   config_checks.py, run_guard.py, split_record.py    private helpers: the bounded settings checked before
                       anything is built, one run folder (failed runs removed or marked), a run's day split
+  setup.py            seed, run folder, and one ``build_*`` per piece (datamodule, backbone, model,
+                      callbacks, loggers, trainer)
   training.py         ``train``: fit, test the checkpoint chosen on validation, write metrics.json
   eval_target.py      what eval.py evaluates, resolved once: the ckpt's adapter and the held-out runs
   eval_build.py       an evaluation's pieces: the datamodule (its declared ``evaluation_setup``), the
