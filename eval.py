@@ -23,7 +23,7 @@ register_resolver()  # before Hydra composes: `--cfg job --resolve` resolves ${p
 @hydra.main(version_base="1.3", config_path="conf", config_name="eval")
 def main(cfg: DictConfig) -> None:
     from egohorizon.run import evaluate
-    from egohorizon.run_guard import run_or_exit
+    from egohorizon.run.run_guard import run_or_exit
 
     # A problem the user can fix: "error: ..." and exit 2, no traceback, no run folder left looking like one.
     result = run_or_exit(evaluate, cfg)
@@ -36,7 +36,7 @@ def main(cfg: DictConfig) -> None:
 
 
 if __name__ == "__main__":
-    from egohorizon.run_guard import follow_run_dir, refuse_foreign_run_dir
+    from egohorizon.run.run_guard import follow_run_dir, refuse_foreign_run_dir
 
     refuse_foreign_run_dir(sys.argv)  # before Hydra writes .hydra/ into a folder that is not a run's
     sys.argv = follow_run_dir(sys.argv)  # Hydra's own files (.hydra/, the log) go to paths.run_dir too

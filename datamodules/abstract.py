@@ -28,6 +28,10 @@ SPLITS = ("train", "val", "test")
 
 
 class AbstractDataModule(TaskDataModule):
+    @classmethod
+    def takes_split_file(cls) -> bool:
+        return True  # split_file: a day split file instead of one drawn from the fractions and seed
+
     def __init__(
         self,
         events: str | None = None,

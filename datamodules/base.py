@@ -15,16 +15,32 @@
    task's most frequent training action); none by default.
 6. ``day_split()`` and ``item_days(split)``: the day split used and each held-out item's (participant,
    day) pairs; the run records the split (``split.json``) and eval.py and compare check scored items
-   against it (``egohorizon.split_record``).
+   against it (``egohorizon.run.split_record``).
+
+eval.py (``egohorizon.run.eval_build``) asks the class, before building it, what it takes to evaluate a
+held-out split: ``takes_split_file()`` (a day split file, such as the evaluated run's own, replaces the
+split drawn from the data settings) and ``evaluation_setup(split, points_file, split_file, data)`` (the
+constructor arguments beside the data config's, and the loader slot that then holds the split). These
+declared answers are the contract; nobody reads a constructor's signature.
 
 Nothing is patched into a datamodule from outside: these calls are the whole interface.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import lightning as L
+
+
+@dataclass(frozen=True)
+class EvalSetup:
+    """What eval.py builds a datamodule with to evaluate one held-out split, and where the split then is."""
+
+    arguments: dict[str, Any] = field(default_factory=dict)  # constructor arguments beside the data config's
+    slot: str = "test"  # the loader ("test" or "val") that holds the evaluated split once built
 
 
 class TaskDataModule(L.LightningDataModule):
@@ -46,6 +62,29 @@ class TaskDataModule(L.LightningDataModule):
         that lists every candidate)."""
         return {}
 
+    @classmethod
+    def takes_split_file(cls) -> bool:
+        """Whether a ``split_file`` argument (a day split file: a run's ``split.json``) replaces the split
+        this datamodule draws itself; eval.py then passes the evaluated run's own and compare the runs'
+        shared one. No by default."""
+        return False
+
+    @classmethod
+    def evaluation_setup(cls, split: str, points_file: str | None = None, split_file: str | None = None,
+                         data: Mapping[str, Any] | None = None) -> EvalSetup:
+        """How eval.py builds this datamodule to evaluate the held-out ``split`` (val or test), given its
+        ``points=`` file, the evaluated run's day split file (only offered where ``takes_split_file``) and
+        the resolved data settings. By default the split's own loader, a day split file when given, and
+        no points file (refused: the held-out items come from the data settings)."""
+        if points_file:
+            from egohorizon.errors import ConfigError
+
+            raise ConfigError(
+                f"points={points_file}: the {cls.__module__}.{cls.__qualname__} datamodule takes no points file; "
+                "its held-out items come from its data settings (split=val|test)"
+            )
+        return EvalSetup({"split_file": split_file} if split_file else {}, slot=split)
+
     def prepare(self) -> None:
         """Build or load the splits' inputs; called once, before the backbone is prepared."""
 
@@ -65,7 +104,7 @@ class TaskDataModule(L.LightningDataModule):
 
     def day_split(self):
         """The ``DaySplit`` the splits were made with (recorded in the run folder as ``split.json``,
-        ``egohorizon.split_record``), or None when the datamodule knows none (points read from a file)."""
+        ``egohorizon.run.split_record``), or None when the datamodule knows none (points read from a file)."""
         from egohorizon.data.splits import DaySplit
 
         split = getattr(self, "split", None)
@@ -74,7 +113,7 @@ class TaskDataModule(L.LightningDataModule):
     def item_days(self, split: str) -> dict[str, set[tuple[str, str]]]:
         """Item id -> the (participant, day) pairs its gold comes from, for the held-out items of ``split``:
         what eval.py and compare check against a run's training days."""
-        from egohorizon.split_record import days_of_item
+        from egohorizon.run.split_record import days_of_item
 
         return {item_id: days_of_item(item) for item_id, item in self.eval_items(split).items()}
 

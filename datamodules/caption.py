@@ -196,6 +196,10 @@ def collate_windows(samples: list[dict[str, Any]], reuse_buffers: bool = True) -
 
 
 class CaptionDataModule(TaskDataModule):
+    @classmethod
+    def takes_split_file(cls) -> bool:
+        return True  # split_file: a day split file instead of one drawn from the fractions and seed
+
     # the offline caption job, serve and compare render the frames and close-up the adapter trained on
     PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "frames_per_window", "crops")
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window", "crops")

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import torch
 from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, SequentialSampler
 
-from datamodules.base import TaskDataModule, load_events
+from datamodules.base import EvalSetup, TaskDataModule, load_events
 from egohorizon.errors import ConfigError
 from egohorizon.schema import Event, ForecastPoint, load_jsonl, write_jsonl
 
@@ -49,6 +49,24 @@ class ForecastDataModule(TaskDataModule):
     def in_context_settings(cls, generation: dict[str, Any]) -> dict[str, Any]:
         """In context the untrained backbone is asked for every candidate in one answer (NextMe's protocol)."""
         return {"eval_prompt_candidates": int(generation["num_candidates"])}
+
+    @classmethod
+    def takes_split_file(cls) -> bool:
+        return True
+
+    @classmethod
+    def evaluation_setup(cls, split, points_file=None, split_file=None, data=None) -> EvalSetup:
+        """Any held-out split goes into the test slot (``eval_split``), a points file replaces it
+        (``points_file``; a split file then gives the habit baselines their training days), and the
+        training points are capped at ``max_eval_points`` (only an in-context tiny backbone's tokenizer
+        reads them)."""
+        arguments: dict[str, Any] = {"split_file": split_file} if split_file else {}
+        if "max_eval_points" in (data or {}):
+            arguments["max_train_points"] = data["max_eval_points"]
+        arguments["eval_split"] = split
+        if points_file:
+            arguments["points_file"] = points_file
+        return EvalSetup(arguments, slot="test")
 
     def __init__(
         self,

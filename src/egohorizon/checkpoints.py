@@ -132,15 +132,17 @@ class Checkpoint:
 # -- finding -----------------------------------------------------------------------------------------
 
 
-def run_config(target: str | Path):
-    """The resolved config (an OmegaConf DictConfig) of the run ``target`` belongs to
-    (``<run>/config.yaml``), or None."""
-    from omegaconf import OmegaConf
+def recorded_task(target: str | Path) -> str | None:
+    """The task (``eval_task``) that the run ``target`` belongs to recorded in its ``config.yaml`` (written
+    resolved, so plain YAML), or None. The config as a config is ``egohorizon.run``'s to read."""
+    import yaml
 
     run = run_dir_of_target(target)
     if run is None or not (run / "config.yaml").is_file():
         return None
-    return OmegaConf.load(run / "config.yaml")
+    config = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
+    task = config.get("eval_task") if isinstance(config, dict) else None
+    return str(task) if task else None
 
 def is_deepspeed_checkpoint(path: str | Path) -> bool:
     """A ZeRO checkpoint folder: a ``latest`` tag file or a tag folder with ``*model_states.pt``."""

@@ -199,30 +199,25 @@ def test_a_task_without_the_compare_hooks_is_named_before_any_evaluation(tmp_pat
 
 @pytest.fixture()
 def eval_stubs(evaluations, monkeypatch):
-    """evaluate_checkpoints with the config composed for real, and the model and data stubbed: records
-    what the evaluation read from the config."""
-    from egohorizon.checkpoints import resolve_adapter
+    """evaluate_checkpoints with the config composed for real and the target resolved for real, the model
+    and data stubbed: records what the evaluation read from the config."""
     from egohorizon.run import evaluation as run_eval
     from egohorizon.run import setup as run
 
     seen = []
 
-    def build_model(cfg, datamodule):
-        seen.append({"adapter": resolve_adapter(cfg.ckpt), "points": cfg.points,
-                     "run_dir": cfg.paths.run_dir})
+    evaluation = evaluations["run-a/last"]
+
+    def evaluate_split(cfg, target, out_dir, model=None, **data_overrides):
+        seen.append({"adapter": target.adapter, "points": cfg.points, "run_dir": cfg.paths.run_dir})
+        return {"reports": {"model": evaluation.report}, "metrics": {}, "evaluation": evaluation}, None, None
 
     def setup_run(cfg):
         Path(cfg.paths.run_dir).mkdir(parents=True)
         return Path(cfg.paths.run_dir)
 
     monkeypatch.setattr(run, "setup_run", setup_run)
-    monkeypatch.setattr(run_eval, "prompt_settings", lambda cfg: {})
-    monkeypatch.setattr(run_eval, "build_eval_datamodule", lambda cfg, **settings: None)
-    monkeypatch.setattr(run_eval, "build_eval_model", build_model)
-    evaluation = evaluations["run-a/last"]
-    monkeypatch.setattr(run_eval, "evaluate_predictors",
-                        lambda *args: {"reports": {"model": evaluation.report}, "metrics": {},
-                                       "evaluation": evaluation})
+    monkeypatch.setattr(run_eval, "evaluate_split", evaluate_split)
     return seen
 
 

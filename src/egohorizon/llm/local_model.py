@@ -66,7 +66,7 @@ def adapter_base(adapter: str) -> tuple[Path, str, bool | None]:
     whether its training prompts went through the chat template: its recorded ``data.use_chat_template``
     (None: the tokenizer's template when it has one, the forecast data's rule), False (raw prompts, as
     the caption and abstract adapters are trained and as LocalVLMBackend feeds them) when not recorded."""
-    # upward by DESIGN's order: checkpoints.py is the one torch-free reader of adapters and run folders
+    # checkpoints.py is the one torch-free reader of adapters and run folders
     from egohorizon.checkpoints import read_adapter_meta, resolve_adapter
 
     folder = resolve_adapter(adapter).resolve()

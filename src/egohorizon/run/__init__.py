@@ -2,10 +2,16 @@
 that reads a Hydra DictConfig; everything below it takes plain arguments.
 
 Floors, lowest first (each imports only the ones above it in this list, never back):
+  config_checks.py, run_guard.py, split_record.py    private helpers: the bounded settings checked before
+                      anything is built, one run folder (failed runs removed or marked), a run's day split
   setup.py            seed, run folder, and one ``build_*`` per piece (datamodule, backbone, model,
                       callbacks, loggers, trainer)
   training.py         ``train``: fit, test the checkpoint chosen on validation, write metrics.json
-  evaluation.py       eval.py's predictors on a held-out split (a trained adapter, in context, baselines)
+  eval_target.py      what eval.py evaluates, resolved once: the ckpt's adapter and the held-out runs
+  eval_build.py       an evaluation's pieces: the datamodule (its declared ``evaluation_setup``), the
+                      model predictor, the Lightning loop that generates and scores it
+  evaluation.py       eval.py's one road for every task: the predictors on a held-out split, scored by
+                      the task (``Task.score_predictors``)
   studies.py          eval.py's studies over evaluations (+sweep=context|levels|grounding)
   export.py, answer_set.py    a run's adapter exported (export-adapter), its caption answer set
   comparison.py, comparison_eval.py    checkpoints of one or several runs scored on the same items

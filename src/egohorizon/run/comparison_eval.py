@@ -10,7 +10,7 @@ split, levels) and, for forecasting, ``points=<file>``, so a row here is exactly
 task=... ckpt=...`` reports.
 
 Held-out days (``plan_held_out``): each run's day split is read from its folder
-(``egohorizon.split_record``); runs whose held-out days differ are refused, naming the days one run
+(``egohorizon.run.split_record``); runs whose held-out days differ are refused, naming the days one run
 holds out and another trained on, unless ``--intersect-held-out`` asks for the days all of them hold
 out (the points kept on them, or a split file cut to them). Every evaluation then checks each scored
 item against every compared run's training days. Checkpoints without an adapter folder beside them
@@ -35,12 +35,12 @@ from egohorizon.checkpoints import (
     ADAPTER_META_FILE,
     read_adapter_meta,
     resolve_adapter,
-    run_config,
     run_dir_of_target,
 )
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import conf_dir
 from egohorizon.run.comparison import CompareEntry, check_comparable, checkpoint_labels, entry_from_evaluation
+from egohorizon.run.split_record import run_config
 
 log = logging.getLogger(__name__)
 
@@ -243,7 +243,7 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
     (``held_out_points.jsonl``) or a split cut to them (``splits/intersection.json``). Each known split
     is saved under ``splits/`` and handed to every evaluation's held-out check."""
     from egohorizon.errors import DataError
-    from egohorizon.split_record import (
+    from egohorizon.run.split_record import (
         check_same_held_out,
         format_days,
         intersect_split,
@@ -311,10 +311,11 @@ def plan_held_out(targets: list[str], points: Path | None, out_dir: Path, overri
 
 
 def _takes_split_file(config: DictConfig | None) -> bool:
-    from egohorizon.run.evaluation import class_arguments
+    """Whether the run's datamodule says it takes a day split file (``TaskDataModule.takes_split_file``)."""
+    from hydra.utils import get_class
 
     target = config.data.get("_target_") if config is not None and "data" in config else None
-    return bool(target) and "split_file" in class_arguments(str(target))
+    return bool(target) and get_class(str(target)).takes_split_file()
 
 
 def _safe(label: str) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from omegaconf import DictConfig
 
-from egohorizon.config_checks import validate_config
+from egohorizon.run.config_checks import validate_config
 from egohorizon.run.setup import setup_run
 
 

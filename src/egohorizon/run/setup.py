@@ -25,7 +25,7 @@ def setup_run(cfg: DictConfig) -> Path:
     from lightning.pytorch.utilities import rank_zero_only
 
     from egohorizon.owned_output import describe_inputs, write_marker
-    from egohorizon.run_guard import RUN_COMMAND, mark_started
+    from egohorizon.run.run_guard import RUN_COMMAND, mark_started
 
     _quiet_libraries()
     L.seed_everything(cfg.seed, workers=True)
@@ -77,10 +77,10 @@ def build_datamodule(cfg: DictConfig):
 
 def record_split(cfg: DictConfig, datamodule, run_dir: Path) -> None:
     """``split.json``: the day split the run trains and is tested on, so eval.py and compare score it on
-    its own held-out days whatever seed or data they are given (``egohorizon.split_record``)."""
+    its own held-out days whatever seed or data they are given (``egohorizon.run.split_record``)."""
     from lightning.pytorch.utilities import rank_zero_only
 
-    from egohorizon.split_record import write_split_record
+    from egohorizon.run.split_record import write_split_record
 
     if rank_zero_only.rank == 0:
         write_split_record(run_dir, datamodule, cfg)

@@ -106,34 +106,25 @@ def _curve_study(cfg: DictConfig, run_dir: Path, name: str, rows: list[dict], pl
 
 
 def _evaluate_with(
-    cfg: DictConfig, run_dir: Path, tag: str, model, **data_overrides
+    cfg: DictConfig, run_dir: Path, tag: str, target, model, **data_overrides
 ) -> tuple[list[dict], Any]:
-    from egohorizon.run.evaluation import (
-        build_eval_datamodule,
-        build_eval_model,
-        evaluate_predictors,
-        prompt_settings,
-    )
+    """One step of a study: eval.py's one road (``evaluate_split``) on the data with ``data_overrides``,
+    the model built once and reused; its rows with bootstrap intervals and the mean context shown."""
+    from egohorizon.run.evaluation import evaluate_split
 
-    datamodule = build_eval_datamodule(cfg, **prompt_settings(cfg), **data_overrides)
-    if "model" in cfg.predictors:
-        if model is None:
-            model = build_eval_model(cfg, datamodule)
-        else:  # the same model on new points: its tokenizer
-            datamodule.set_tokenizer(model.backbone.load_tokenizer())
-    result = evaluate_predictors(cfg, datamodule, model, run_dir / tag, cfg.split)
+    result, model, datamodule = evaluate_split(cfg, target, run_dir / tag, model, **data_overrides)
     kept = datamodule.mean_context_shown("test")
     rows = add_intervals(result["rows"], result["reports"], _points_by_id(datamodule),
                          n_boot=int(cfg.sweep.get("n_boot", 1000)), seed=int(cfg.seed))
     return [{**row, "context_shown_mean": kept} for row in rows], model
 
 
-# report name in evaluate_predictors' "reports" -> the column prefix of its rows
+# report name in the forecast result's "reports" -> the column prefix of its rows
 REPORT_PREFIX = {"model": "forecast", "llm": "llm", "repeat_last": "repeat_last"}
 
 
 def _points_by_id(datamodule) -> dict[str, Any]:
-    """The points evaluate_predictors scored (the datamodule's test slot, whatever the split's name)."""
+    """The points the forecast predictors scored (the datamodule's test slot, whatever the split's name)."""
     return {p.id: p for p in datamodule.points["test"]}
 
 
@@ -201,19 +192,24 @@ def _per_point(report: dict[str, Any], points: dict[str, Any]) -> list[dict] | N
 
 
 def _context_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
-    rows, model = [], None
+    from egohorizon.run.eval_target import resolve_eval_target
+
+    rows, model, target = [], None, resolve_eval_target(cfg)
     for n_context in cfg.sweep.n_context:
         log.info("context sweep: %d events", n_context)
-        new, model = _evaluate_with(cfg, run_dir, f"context_{n_context:05d}", model, n_context=int(n_context))
+        new, model = _evaluate_with(cfg, run_dir, f"context_{n_context:05d}", target, model,
+                                    n_context=int(n_context))
         rows += [{"n_context": int(n_context), **row} for row in new]
     return rows
 
 
 def _level_rows(cfg: DictConfig, run_dir: Path) -> list[dict[str, Any]]:
-    rows, model = [], None
+    from egohorizon.run.eval_target import resolve_eval_target
+
+    rows, model, target = [], None, resolve_eval_target(cfg)
     for level in cfg.sweep.levels:
         new, model = _evaluate_with(
-            cfg, run_dir, f"level_{level}", model, levels=[int(level)], ks=[int(k) for k in cfg.sweep.ks]
+            cfg, run_dir, f"level_{level}", target, model, levels=[int(level)], ks=[int(k) for k in cfg.sweep.ks]
         )
         rows += new
     return rows

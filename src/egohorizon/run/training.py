@@ -2,7 +2,7 @@
 held-out test days, and write the run's outputs (``fit``, ``test``, ``write_outputs``).
 
 A run folder (``paths.run_dir``) holds: ``config.yaml`` (resolved), ``split.json`` (the day split it
-trained and was tested on, with its seed and input digests: ``egohorizon.split_record``), ``points/``
+trained and was tested on, with its seed and input digests: ``egohorizon.run.split_record``), ``points/``
 (the points and the day split used), ``checkpoints/`` (``*.ckpt`` with ``*.adapter/`` beside each), ``predictions/``,
 ``reports/``, ``csv/`` and ``wandb/`` logs, ``wandb_id``, and ``metrics.json``.
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from egohorizon.config_checks import validate_config
+from egohorizon.run.config_checks import validate_config
 from egohorizon.errors import ConfigError
 from egohorizon.run.setup import (
     build_backbone,

@@ -56,10 +56,10 @@ def _read_run(folder: Path, split: str) -> tuple[dict[str, dict], dict[str, Any]
     points = {p.id: p for p in load_jsonl(points_path, ForecastPoint)}
     per_point = {row["id"]: row for row in report["per_point"]}
     config = {}
-    if (folder / "config.yaml").is_file():
-        from omegaconf import OmegaConf
+    if (folder / "config.yaml").is_file():  # written resolved by the run: plain YAML, no config to compose
+        import yaml
 
-        config = OmegaConf.to_container(OmegaConf.load(folder / "config.yaml"), resolve=False)
+        config = yaml.safe_load((folder / "config.yaml").read_text(encoding="utf-8")) or {}
     return per_point, config, points
 
 

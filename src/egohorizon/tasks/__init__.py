@@ -17,27 +17,11 @@ TASKS = {
     "hands": "egohorizon.tasks.hands:HandsTask",
 }
 
-# Tasks that also score predictors without a trained adapter (the baselines alone, an untrained backbone
-# or an llm prompted in context): name -> "module:function", the function eval.py hands the split to.
-PREDICTOR_SCORERS = {
-    "forecast": "egohorizon.tasks.forecast_predictors:score_predictors",
-}
-# The predictors eval.py knows (``predictors=[...]``): the task's model (a trained adapter, or for a task
-# in PREDICTOR_SCORERS the backbone in context), an llm, and the baselines: repeat-last, random and the
+# The predictors eval.py knows (``predictors=[...]``): the task's model (a trained adapter, or the backbone
+# prompted in context: ``Task.in_context_generation``), an llm, and the baselines: repeat-last, random and the
 # habit baselines of SPEC §1 (= metrics.habits.HABIT_PREDICTORS, spelled out so listing costs no import).
 HABIT_PREDICTORS = ("frequency", "markov", "time_of_day", "frequency_all", "markov_all")
 PREDICTORS = ("model", "llm", "repeat_last", "random", *HABIT_PREDICTORS)
-
-
-def predictor_scorer(name: str):
-    """The task's scorer of predictors beside a trained adapter, or None for a task that scores only
-    its trained adapter (with its own baselines)."""
-    import importlib
-
-    if name not in PREDICTOR_SCORERS:
-        return None
-    module, _, function = PREDICTOR_SCORERS[name].partition(":")
-    return getattr(importlib.import_module(module), function)
 
 
 def task_class(name: str) -> type[Task]:
@@ -55,5 +39,5 @@ def get_task(name: str, **options: Any) -> Task:
     return task_class(name)(**options)
 
 
-__all__ = ["HABIT_PREDICTORS", "PREDICTORS", "PREDICTOR_SCORERS", "TASKS", "Evaluation", "Task", "get_task", "predictor_scorer",
+__all__ = ["HABIT_PREDICTORS", "PREDICTORS", "TASKS", "Evaluation", "Task", "get_task",
            "task_class"]

@@ -71,6 +71,52 @@ class Task(ABC):
     def headline(self, evaluation: Evaluation) -> str:
         """One log line: the split's main figures."""
 
+    # -- eval.py's predictors (egohorizon.run.evaluation, one road for every task) -----------------
+
+    # A task that eval.py can score with no model at all (forecasting: repeat-last, random and the habit
+    # baselines on points) names its scorer of predictors, "module:function" with ``score_predictors``'
+    # arguments, imported on use; None: the task scores a model (ckpt, or the untrained backbone).
+    predictor_scorer: ClassVar[str | None] = None
+    # How an untrained backbone prompted in context decodes: the model config's generation with this
+    # ``mode`` (forecasting: "in_prompt", one answer that lists every candidate); None: as configured.
+    in_context_mode: ClassVar[str | None] = None
+
+    @classmethod
+    def scores_baselines_alone(cls) -> bool:
+        return cls.predictor_scorer is not None
+
+    @classmethod
+    def in_context_generation(cls, generation: dict[str, Any]) -> dict[str, Any]:
+        return generation if cls.in_context_mode is None else {**generation, "mode": cls.in_context_mode}
+
+    def score_predictors(self, settings: Mapping[str, Any], datamodule: Any, evaluation: Evaluation | None,
+                         out_dir: Any, split: str) -> dict[str, Any]:
+        """eval.py's result for the held-out ``split``: ``task``, ``split``, ``n_points``, ``predictors``,
+        ``metrics``, ``reports``, ``rows``, ``text`` (the summary) and the model's ``evaluation``.
+        ``settings``: eval.yaml's predictors, embedder, n_random_draws, seed and llm block, as plain
+        values; ``evaluation``: the ``model`` predictor's, None without one. The task's
+        ``predictor_scorer`` where it names one, else the model's evaluation with the task's own
+        baselines, as at the end of training."""
+        if self.predictor_scorer is not None:
+            import importlib
+
+            module, _, function = self.predictor_scorer.partition(":")
+            return getattr(importlib.import_module(module), function)(settings, datamodule, evaluation, out_dir, split)
+        if evaluation is None:
+            raise ConfigError(f"eval_task={self.name}: the task scores only a trained adapter (set ckpt=...)")
+        rows = self.summary_rows(evaluation)
+        return {
+            "task": self.name,
+            "split": split,
+            "n_points": len(datamodule.eval_items(split)),
+            "predictors": ["model", *evaluation.baselines],
+            "metrics": dict(evaluation.metrics),
+            "reports": {"model": evaluation.report, **evaluation.baselines},
+            "rows": rows,
+            "text": self.format_summary(rows, title=f"Held-out {split} days"),
+            "evaluation": evaluation,
+        }
+
     def prediction_records(
         self,
         items: Sequence[Any],

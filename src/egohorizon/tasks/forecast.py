@@ -274,6 +274,9 @@ class ForecastTask(Task):
 
     name = "forecast"
     prediction_field = "candidates"
+    # eval.py: the baselines, an in-context backbone (one answer lists every candidate) and an llm side by side
+    predictor_scorer = "egohorizon.tasks.forecast_predictors:score_predictors"
+    in_context_mode = "in_prompt"
 
     def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written",
                  mbr_samples: int | None = None):

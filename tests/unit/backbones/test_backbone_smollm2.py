@@ -217,7 +217,7 @@ def test_the_backbone_config_instantiates_with_the_cache_under_paths_cache_dir(t
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
 
-    from egohorizon.config_checks import validate_config
+    from egohorizon.run.config_checks import validate_config
 
     with initialize_config_dir(config_dir=str(CONF), version_base="1.3"):
         cfg = compose(

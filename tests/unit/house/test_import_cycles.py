@@ -24,12 +24,14 @@ def test_no_circle_among_the_packages():
 
 
 def test_the_run_floors_import_only_downwards():
-    floors = ["setup", "training", "evaluation", "studies", "export", "answer_set", "comparison",
-              "comparison_eval", "dispatch"]
+    floors = ["setup", "training", "eval_target", "eval_build", "evaluation", "studies", "export", "answer_set",
+              "comparison", "comparison_eval", "dispatch"]
     edges = import_cycles.graph(REPO_ROOT / "src")
     assert not any(f"egohorizon.run.{name}" in edges["egohorizon.run.setup"] for name in floors)
     assert "egohorizon.run.dispatch" not in set().union(*(edges[f"egohorizon.run.{f}"] for f in floors))
-    for lower, higher in [("evaluation", "studies"), ("setup", "evaluation"), ("evaluation", "comparison_eval")]:
+    pairs = [("evaluation", "studies"), ("setup", "evaluation"), ("evaluation", "comparison_eval"),
+             ("eval_target", "eval_build"), ("eval_build", "evaluation"), ("eval_target", "evaluation")]
+    for lower, higher in pairs:
         assert f"egohorizon.run.{higher}" not in edges[f"egohorizon.run.{lower}"], (lower, higher)
 
 

@@ -100,7 +100,7 @@ def test_serve_and_compare_name_the_cut_file(cut_run, tmp_path, capsys):
 
 def test_eval_names_the_cut_file_and_leaves_no_run_folder(cut_run, tmp_path, capsys):
     from egohorizon.run import evaluate
-    from egohorizon.run_guard import run_or_exit
+    from egohorizon.run.run_guard import run_or_exit
 
     run = tmp_path / "run"
     shutil.copytree(cut_run, run)

@@ -57,7 +57,7 @@ def test_the_backtest_sweep_file_sweeps_d_through_the_one_training_config_and_th
     from hydra import compose, initialize_config_dir
     from run_configs import REPO_ROOT
 
-    from egohorizon.config_checks import validate_config
+    from egohorizon.run.config_checks import validate_config
     from egohorizon.run.studies import run_sweep
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):

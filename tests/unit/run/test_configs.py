@@ -208,7 +208,7 @@ def test_a_study_without_a_function_is_refused_by_name(tmp_path):
 @pytest.mark.parametrize("experiment", EXPERIMENTS)
 def test_every_experiment_passes_the_settings_checks(experiment, tmp_path):
     """Issue 22 item 11: the bounds train.py checks first never reject a shipped experiment (its header's command)."""
-    from egohorizon.config_checks import validate_config
+    from egohorizon.run.config_checks import validate_config
 
     command = (CONF / "experiment" / f"{experiment}.yaml").read_text().splitlines()[1]
     overrides = command.removeprefix("# python train.py ").split()
@@ -216,7 +216,7 @@ def test_every_experiment_passes_the_settings_checks(experiment, tmp_path):
 
 
 def test_the_eval_studies_pass_the_settings_checks(tmp_path):
-    from egohorizon.config_checks import validate_config
+    from egohorizon.run.config_checks import validate_config
 
     for sweep in ("context", "levels", "grounding"):
         validate_config(_compose("eval", [f"+sweep={sweep}", f"paths.run_dir={tmp_path}"]))
@@ -262,9 +262,10 @@ def test_compare_prompts_each_adapter_with_what_its_datamodule_says_shapes_a_pro
 def test_in_context_settings_are_the_datamodules_say(tmp_path):
     """An untrained backbone prompted in context: forecasting asks for every candidate in one answer; the
     other tasks keep their own prompt."""
-    from egohorizon.run.evaluation import prompt_settings
+    from egohorizon.run.eval_build import prompt_settings
+    from egohorizon.run.eval_target import EvalTarget
 
     forecast = _compose("eval", ["model.generation.num_candidates=3", f"paths.run_dir={tmp_path}"])
-    assert prompt_settings(forecast) == {"eval_prompt_candidates": 3}
+    assert prompt_settings(forecast, EvalTarget(ckpt=None)) == {"eval_prompt_candidates": 3}
     abstract = _compose("eval", ["task=abstract", f"paths.run_dir={tmp_path}"])
-    assert prompt_settings(abstract) == {}
+    assert prompt_settings(abstract, EvalTarget(ckpt=None)) == {}

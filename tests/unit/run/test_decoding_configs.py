@@ -11,7 +11,7 @@ from hydra import compose, initialize_config_dir
 from hydra.core.hydra_config import HydraConfig
 from omegaconf import OmegaConf
 
-from egohorizon.run.evaluation import adapter_generation, command_line_keys
+from egohorizon.run.eval_build import adapter_generation, command_line_keys
 
 CONF = Path(__file__).resolve().parents[3] / "conf"
 EXPERIMENTS = sorted(p.stem for p in (CONF / "experiment").glob("*.yaml"))

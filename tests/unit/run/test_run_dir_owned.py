@@ -11,7 +11,7 @@ import pytest
 from conftest import REPO_ROOT
 
 from egohorizon.owned_output import describe_inputs, write_marker
-from egohorizon.run_guard import RUN_COMMAND, refuse_foreign_run_dir
+from egohorizon.run.run_guard import RUN_COMMAND, refuse_foreign_run_dir
 
 
 def _entry(script: str, *overrides: str, cwd) -> subprocess.CompletedProcess:

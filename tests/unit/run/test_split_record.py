@@ -19,7 +19,7 @@ from egohorizon.data.points.build import build_points
 from egohorizon.data.splits import DaySplit, make_day_split
 from egohorizon.errors import DataError
 from egohorizon.schema import write_jsonl
-from egohorizon.split_record import (
+from egohorizon.run.split_record import (
     RunSplit,
     check_held_out,
     check_same_held_out,
@@ -63,14 +63,16 @@ def world(tmp_path):
 def test_eval_of_a_seed_1_run_uses_its_test_days_not_eval_seeds(world, tmp_path):
     """eval.py seed=0 ckpt=<a seed-1 run>: the points come from the run's test days (before: seed 0's,
     some of them the run's training days)."""
-    from egohorizon.run.evaluation import build_eval_datamodule, evaluate_run
+    from egohorizon.run.eval_build import build_eval_datamodule
+    from egohorizon.run.eval_target import resolve_eval_target
+    from egohorizon.run.evaluation import evaluate_run
 
     events, split1 = world
     run = fake_run(tmp_path / "run", split1)
     cfg = compose_conf("eval", [*data_overrides(events, tmp_path, "eval"), f"ckpt={run}", "seed=0",
                                 "predictors=[repeat_last,random]", "embedder=exact"])
     Path(cfg.paths.run_dir).mkdir(parents=True)
-    points = build_eval_datamodule(cfg).points["test"]
+    points = build_eval_datamodule(cfg, resolve_eval_target(cfg))[0].points["test"]
     assert points
     days = set().union(*(days_of_item(p) for p in points))
     assert days <= split1.days_in("test"), days - split1.days_in("test")
@@ -111,7 +113,7 @@ def test_a_run_without_a_record_has_its_split_rebuilt_from_its_config(world, tmp
                                  "logger=csv"])
     run.mkdir()
     (run / "config.yaml").write_text(OmegaConf.to_yaml(cfg, resolve=True))
-    with caplog.at_level(logging.WARNING, logger="egohorizon.split_record"):
+    with caplog.at_level(logging.WARNING, logger="egohorizon.run.split_record"):
         found = read_run_split(run)
     assert found.split.days == split1.days and found.seed == 1
     assert "rebuilt from its config.yaml" in caplog.text and "seed 1" in caplog.text

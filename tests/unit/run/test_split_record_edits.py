@@ -14,7 +14,7 @@ from test_split_record import SEED0_TEST_SEED1_TRAIN, compose_conf, data_overrid
 
 from egohorizon.data.splits import make_day_split
 from egohorizon.errors import DataError
-from egohorizon.split_record import read_run_split, split_digest
+from egohorizon.run.split_record import read_run_split, split_digest
 
 PARTICIPANT, DAY = SEED0_TEST_SEED1_TRAIN  # a training day of the seed-1 run
 
@@ -72,7 +72,7 @@ def test_an_edited_record_disagrees_with_the_datamodules_saved_split(run):
 
 def test_eval_refuses_the_edited_run_and_leaves_no_folder(run, tmp_path, capsys):
     from egohorizon.run import evaluate
-    from egohorizon.run_guard import run_or_exit
+    from egohorizon.run.run_guard import run_or_exit
 
     _swap_into_test(run)
     events = OmegaConf.load(run / "config.yaml").data.events  # the toy world the run trained on

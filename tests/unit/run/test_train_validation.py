@@ -12,10 +12,10 @@ from conftest import REPO_ROOT
 from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.config_checks import validate_config
+from egohorizon.run.config_checks import validate_config
 from egohorizon.errors import ConfigError
 from egohorizon.run import train
-from egohorizon.run_guard import FAILED, follow_run_dir, run_or_exit
+from egohorizon.run.run_guard import FAILED, follow_run_dir, run_or_exit
 
 
 def _entry(script: str, *overrides: str, cwd) -> subprocess.CompletedProcess:
@@ -129,7 +129,7 @@ def test_a_rejected_setting_leaves_an_earlier_run_as_it_was(tmp_path):
 
 def test_every_rank_may_clean_the_same_failed_folder(tmp_path):
     """Under srun every rank fails at once; the second to clean finds the folder gone and says nothing."""
-    from egohorizon.run_guard import discard_or_mark_failed
+    from egohorizon.run.run_guard import discard_or_mark_failed
 
     run = tmp_path / "outputs" / "train" / "runs" / "t0"
     (run / ".hydra").mkdir(parents=True)

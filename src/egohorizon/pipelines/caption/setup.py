@@ -69,14 +69,14 @@ def adapter_task(adapter: Path, meta: dict[str, Any]) -> str | None:
     if meta.get("task"):
         return str(meta["task"])
     # checkpoints.py is the one torch-free reader of adapters and run folders
-    from egohorizon.checkpoints import run_config
+    from egohorizon.checkpoints import recorded_task
 
     try:
-        config = run_config(adapter)
+        task = recorded_task(adapter)
     except Exception:  # noqa: BLE001 (a damaged config.yaml: the prompt name still tells)
-        config = None
-    if config is not None and config.get("eval_task"):
-        return str(config.get("eval_task"))
+        task = None
+    if task:
+        return task
     name = str((meta.get("prompt") or {}).get("name") or "")
     return next((t for t in ("forecast", "caption", "abstract", "qa", "hands") if name.startswith(t)), None)
 

@@ -195,6 +195,15 @@ def _run_config(run_dir: Path):
     return OmegaConf.load(path) if path.is_file() else None
 
 
+def run_config(target: str | Path):
+    """The resolved config (an OmegaConf DictConfig) of the run ``target`` (a run folder, ``*.ckpt`` or
+    adapter folder) belongs to (``<run>/config.yaml``), or None."""
+    from egohorizon.checkpoints import run_dir_of_target
+
+    run_dir = run_dir_of_target(target)
+    return _run_config(run_dir) if run_dir is not None else None
+
+
 def rebuild_split(config) -> DaySplit | None:
     """The day split the run's datamodule makes from the run's resolved data settings (its seed among
     them); nothing is written into the old run's folder."""
