@@ -8,7 +8,8 @@ from typing import Any
 
 from egohorizon.tasks.base import Evaluation, Task
 
-# name -> "module:Class"; imported on use, so listing the tasks costs nothing.
+# The one registry line of a task: name -> "module:Class", imported on use, so listing the tasks costs
+# nothing. Everything else a task declares on its class (Task.predictor_scorer, ...).
 TASKS = {
     "forecast": "egohorizon.tasks.forecast:ForecastTask",
     "qa": "egohorizon.tasks.qa:QATask",
@@ -17,26 +18,22 @@ TASKS = {
     "hands": "egohorizon.tasks.hands:HandsTask",
 }
 
-# Tasks that also score predictors without a trained adapter (the baselines alone, an untrained backbone
-# or an llm prompted in context): name -> "module:function", the function eval.py hands the split to.
-PREDICTOR_SCORERS = {
-    "forecast": "egohorizon.tasks.forecast_predictors:score_predictors",
-}
 # The predictors eval.py knows (``predictors=[...]``): the task's model (a trained adapter, or for a task
-# in PREDICTOR_SCORERS the backbone in context), an llm, and the baselines: repeat-last, random and the
+# with a predictor scorer the backbone in context), an llm, and the baselines: repeat-last, random and the
 # habit baselines of SPEC §1 (= metrics.habits.HABIT_PREDICTORS, spelled out so listing costs no import).
 HABIT_PREDICTORS = ("frequency", "markov", "time_of_day", "frequency_all", "markov_all")
 PREDICTORS = ("model", "llm", "repeat_last", "random", *HABIT_PREDICTORS)
 
 
 def predictor_scorer(name: str):
-    """The task's scorer of predictors beside a trained adapter, or None for a task that scores only
-    its trained adapter (with its own baselines)."""
+    """The task's scorer of predictors beside a trained adapter (``Task.predictor_scorer``), or None for a
+    task that scores only its trained adapter (with its own baselines), or for an unknown name."""
     import importlib
 
-    if name not in PREDICTOR_SCORERS:
+    named = task_class(name).predictor_scorer if name in TASKS else None
+    if named is None:
         return None
-    module, _, function = PREDICTOR_SCORERS[name].partition(":")
+    module, _, function = named.partition(":")
     return getattr(importlib.import_module(module), function)
 
 
@@ -55,5 +52,4 @@ def get_task(name: str, **options: Any) -> Task:
     return task_class(name)(**options)
 
 
-__all__ = ["HABIT_PREDICTORS", "PREDICTORS", "PREDICTOR_SCORERS", "TASKS", "Evaluation", "Task", "get_task", "predictor_scorer",
-           "task_class"]
+__all__ = ["HABIT_PREDICTORS", "PREDICTORS", "TASKS", "Evaluation", "Task", "get_task", "predictor_scorer", "task_class"]

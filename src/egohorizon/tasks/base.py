@@ -36,6 +36,11 @@ class Task(ABC):
     """One task (forecast, qa, caption, ...): parse, score, flatten, summarise, name the objective."""
 
     name: str
+    # "module:function" eval.py hands a split to when it scores predictors without a trained adapter (the
+    # baselines alone, an untrained backbone or an llm prompted in context); None: the task scores only a
+    # trained adapter, with its own baselines. On the class, so such a task registers nothing else; a
+    # name, not the function, so the task module need not import its scorer (which imports it).
+    predictor_scorer: ClassVar[str | None] = None
 
     @classmethod
     def from_generation(cls, generation: Mapping[str, Any]) -> Task:

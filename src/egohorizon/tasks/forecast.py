@@ -275,6 +275,7 @@ class ForecastTask(Task):
 
     name = "forecast"
     prediction_field = "candidates"
+    predictor_scorer = "egohorizon.tasks.forecast_predictors:score_predictors"
 
     def __init__(self, mode: str = "sequences", num_candidates: int = 3, actions: str = "as_written",
                  mbr_samples: int | None = None):

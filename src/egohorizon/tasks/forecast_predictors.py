@@ -4,7 +4,7 @@ that puts them side by side per (source, level, K).
 
 Only forecasting scores predictors without a trained adapter, so this lives with the task, not in
 ``egohorizon.run``: the run hands over plain settings, the datamodule (its points and prompts) and the
-``model`` predictor's evaluation when there is one (``tasks.PREDICTOR_SCORERS`` names this module)."""
+``model`` predictor's evaluation when there is one (``ForecastTask.predictor_scorer`` names this module)."""
 
 from __future__ import annotations
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from egohorizon.schema import QAItem
-from egohorizon.tasks import TASKS, get_task
+from egohorizon.tasks import TASKS, get_task, predictor_scorer
 
 
 def _item(pid: str, task: str, answer: str, n_options: int = 4) -> QAItem:
@@ -19,6 +19,16 @@ def test_registry_builds_each_task_and_refuses_unknown_names():
     assert get_task("qa").name == "qa"
     with pytest.raises(ValueError, match="unknown 'segmentation'.*forecast"):
         get_task("segmentation")
+
+
+def test_a_predictor_scorer_is_declared_on_the_task_class():
+    """Issue 39 §3: a task's one registry line is in TASKS; whether eval.py scores its predictors without an
+    adapter, and with what, the class says."""
+    from egohorizon.tasks.forecast_predictors import score_predictors
+
+    assert predictor_scorer("forecast") is score_predictors
+    assert [name for name in TASKS if predictor_scorer(name) is not None] == ["forecast"]
+    assert predictor_scorer("segmentation") is None
 
 
 def test_forecast_task_objective_follows_the_data_settings():
