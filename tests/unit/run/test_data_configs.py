@@ -8,9 +8,9 @@ from conftest import REPO_ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from egohorizon.precision import register_resolver
+from egohorizon.resolvers import register_resolvers
 
-register_resolver()
+register_resolvers()
 
 # forecast_demo as it read before the split into a base and diffs (issue 39), key for key and in order.
 DEMO = {
