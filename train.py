@@ -13,9 +13,9 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import hydra
 from omegaconf import DictConfig
 
-from egohorizon.precision import register_resolver
+from egohorizon.resolvers import register_resolvers
 
-register_resolver()  # before Hydra composes: `--cfg job --resolve` resolves ${precision_for:...} too
+register_resolvers()  # before Hydra composes: `--cfg job --resolve` resolves ${precision_for:...} and ${task_objective:} too
 
 
 @hydra.main(version_base="1.3", config_path="conf", config_name="train")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 from torch.utils.data import DataLoader, RandomSampler, SequentialSampler
@@ -20,7 +20,8 @@ from datamodules.base import TaskDataModule, load_events
 from datamodules.forecast import BucketBatchSampler, EncodedPoints, TrainCollator, _pad
 from egohorizon.data.events.abstract_items import AbstractItem, gold_compression, make_items
 from egohorizon.errors import ConfigError
-from egohorizon.schema import Event
+from egohorizon.schema import LEVELS, Event
+from egohorizon.setting_bounds import LOADER_BOUNDS, SPLIT_BOUNDS, UNSET, Bound
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +29,15 @@ SPLITS = ("train", "val", "test")
 
 
 class AbstractDataModule(TaskDataModule):
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (
+        *LOADER_BOUNDS,
+        Bound("max_length", low=1),
+        *SPLIT_BOUNDS,
+        Bound("bucket_factor", low=1),
+        Bound("levels", low=LEVELS[0], high=LEVELS[-1], each=True),
+        Bound("max_events", low=1, also=UNSET),
+    )
+
     @classmethod
     def takes_split_file(cls) -> bool:
         return True  # split_file: a day split file instead of one drawn from the fractions and seed

@@ -47,6 +47,7 @@ import torch
 from datamodules.base import TaskDataModule
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
+from egohorizon.setting_bounds import LOADER_BOUNDS, SPLIT_BOUNDS, UNSET, Bound
 from egohorizon.tasks.caption import caption_window  # the gold record the caption task scores
 
 log = logging.getLogger(__name__)
@@ -203,6 +204,15 @@ class CaptionDataModule(TaskDataModule):
     # the offline caption job, serve and compare render the frames and close-up the adapter trained on
     PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "frames_per_window", "crops")
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window", "crops")
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (
+        *LOADER_BOUNDS,
+        *SPLIT_BOUNDS,
+        Bound("frames_per_window", low=1, also=UNSET),
+        Bound("long_side", low=1),
+        Bound("crop_size", low=1),
+        Bound("shuffle_buffer", low=1),
+        Bound("epoch_samples", low=1, also=UNSET),
+    )
 
     def __init__(
         self,

@@ -30,7 +30,9 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, S
 
 from datamodules.base import EvalSetup, TaskDataModule, load_events
 from egohorizon.errors import ConfigError
-from egohorizon.schema import Event, ForecastPoint, load_jsonl, write_jsonl
+from egohorizon.schema import LEVELS, Event, ForecastPoint, load_jsonl, write_jsonl
+from egohorizon.schema.forecast_groups import MIN_K
+from egohorizon.setting_bounds import LOADER_BOUNDS, SPLIT_BOUNDS, UNSET, Bound
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,19 @@ class ForecastDataModule(TaskDataModule):
     # eval.py warns when it evaluates with another context length than the adapter trained with
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "levels", "ks", "n_context",
                                                    "eval_prompt_candidates")
+    # config_checks holds data.<key> to these before anything is built (egohorizon.setting_bounds)
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (
+        *LOADER_BOUNDS,
+        Bound("max_length", low=1),
+        Bound("n_context", low=1),
+        Bound("max_train_points", low=1, also=UNSET),
+        Bound("max_eval_points", low=1, also=UNSET),
+        Bound("eval_prompt_candidates", low=1),
+        *SPLIT_BOUNDS,
+        Bound("bucket_factor", low=1),
+        Bound("levels", low=LEVELS[0], high=LEVELS[-1], each=True),
+        Bound("ks", low=MIN_K, each=True),
+    )
 
     @classmethod
     def in_context_settings(cls, generation: dict[str, Any]) -> dict[str, Any]:

@@ -25,13 +25,14 @@ import bisect
 import logging
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.forecast import ForecastDataModule
 from egohorizon.errors import ConfigError
 from egohorizon.schema import ForecastPoint
+from egohorizon.setting_bounds import Bound
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,16 @@ class GroundedCollator:
 
 
 class VisualForecastDataModule(ForecastDataModule):
+    # 0 frames is the text-only variant; a stride or size must be positive
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (
+        *ForecastDataModule.SETTING_BOUNDS,
+        Bound("frames", low=0),
+        Bound("frame_stride", integer=False, low=0, above=True),
+        Bound("frame_size", low=1),
+        Bound("crop_size", low=1),
+        Bound("memory_items", low=0),
+    )
+
     def __init__(self, frames: int = 4, frame_stride: int = 2, gaze_crop: bool = True, frame_size: int = 112,
                  crop_size: int = 56, cue_switches: bool = True, cue_driven_train_repeat: int = 1,
                  memory: bool = False, memory_tokens: int = 256, memory_items: int = 4,

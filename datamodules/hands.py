@@ -18,13 +18,14 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError, DataError
+from egohorizon.setting_bounds import LOADER_BOUNDS, Bound
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class HandClipSamples(Dataset):
 
 
 class HandsDataModule(TaskDataModule):
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (*LOADER_BOUNDS, Bound("fps", integer=False, low=0, above=True))
+
     def __init__(
         self,
         clips_dir: str | None = None,

@@ -35,6 +35,7 @@ from torch.utils.data import DataLoader, Dataset
 from datamodules.base import TaskDataModule
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError
+from egohorizon.setting_bounds import LOADER_BOUNDS, UNSET, Bound
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,13 @@ class QADataModule(TaskDataModule):
     # serve and compare render as many frames per window as the adapter trained on
     PROMPT_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.PROMPT_SETTINGS, "frames_per_window")
     ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "frames_per_window")
+    SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (
+        *LOADER_BOUNDS,
+        Bound("frame_budget", low=0),  # 0: the text-only QA baseline (qa_demo_x4)
+        Bound("frames_per_window", low=1, also=UNSET),
+        Bound("long_side", low=1),
+        Bound("crop_size", low=1),
+    )
 
     def __init__(
         self,

@@ -40,9 +40,9 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from egohorizon.precision import register_resolver
+    from egohorizon.resolvers import register_resolvers
 
-    register_resolver()  # as train.py does
+    register_resolvers()  # as train.py does
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):
         return hydra_compose("train", overrides=["paths.run_dir=/tmp/bench_train_cpu", *overrides])
 

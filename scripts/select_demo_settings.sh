@@ -48,6 +48,8 @@ decode_val B_T0.5 B model.generation.strategy=sample model.generation.temperatur
 import json, sys
 from pathlib import Path
 
+from egohorizon.schema.forecast_groups import metric_key
+
 out = Path(sys.argv[1])
 def val_scores(name):
     metrics = json.loads((out / name / "metrics.json").read_text())
@@ -56,7 +58,8 @@ def val_scores(name):
     else:                                                              # an eval.py folder (split=val)
         m = metrics
     pick = lambda key: next((v for k, v in m.items() if k.endswith(key)), None)
-    return {k: pick(f"forecast_S_norm_L3_K{k}") for k in (1, 10)}, pick("repeat_last_S_norm_L3_K1"), pick("repeat_last_S_norm_L3_K10")
+    return ({k: pick(f"forecast_S_norm_{metric_key(3, k)}") for k in (1, 10)},
+            pick(f"repeat_last_S_norm_{metric_key(3, 1)}"), pick(f"repeat_last_S_norm_{metric_key(3, 10)}"))
 
 rows, lines = [], ["| candidate | val S_norm K=1 | val S_norm K=10 |", "|---|---|---|"]
 for name in ("B", "B_T0.5", "A", "A_T0.7", "A_T0.5", "A_beam", "E2"):

@@ -4,8 +4,9 @@ is seen at once (issue 39). The map is read off the tree, never typed by hand:
     python scripts/task_map.py           # rewrites docs/task-map.md
     python scripts/task_map.py --check   # exit 1 when docs/task-map.md is not what the tree gives
 
-A file belongs to a task when its stem starts with one of the task's words below (the task's name, or the
-name its metric or prompt file took before the task existed: ``captions``, ``abstraction``, ``boxes``).
+The tasks are the registry's (``TASKS`` in src/egohorizon/tasks/__init__.py, read with ast), so a new task
+gets its column with no edit here. A file belongs to a task when its stem starts with the task's name or
+with a name its metric or prompt file took before the task existed (``OLDER_NAMES``: ``nextme``, ``boxes``).
 Files shared by every task (``base.py``, ``lora_lm.py``, the evaluation callback, run/) are listed once,
 under "Shared". tests/unit/house/test_task_map.py runs the check, so a new task file that the map
 does not show fails the tests.
@@ -13,20 +14,28 @@ does not show fails the tests.
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "task-map.md"
 
-# task -> the stems' first words that name it (why not only the task's name: see the docstring)
-TASK_WORDS = {
-    "forecast": ("forecast", "nextme"),
-    "caption": ("caption",),
-    "abstract": ("abstract",),
-    "qa": ("qa", "egomonth"),
-    "hands": ("hands", "box", "judge_hand"),
-}
+REGISTRY = ROOT / "src" / "egohorizon" / "tasks" / "__init__.py"
+# task -> the first words of its files' stems that are not its name (see the docstring)
+OLDER_NAMES = {"forecast": ("nextme",), "qa": ("egomonth",), "hands": ("box", "judge_hand")}
+
+
+def registered_tasks() -> list[str]:
+    """The names in the task registry, in its order, read without importing egohorizon."""
+    for node in ast.parse(REGISTRY.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        if any(isinstance(target, ast.Name) and target.id == "TASKS" for target in targets):
+            return list(ast.literal_eval(node.value))
+    raise SystemExit(f"{REGISTRY.relative_to(ROOT)}: no TASKS registry")
+
+
+TASK_WORDS = {task: (task, *OLDER_NAMES.get(task, ())) for task in registered_tasks()}
 # The folders a task's slice lies in, in the order a new task is written (DESIGN.md: "a new task is files").
 FOLDERS = (
     "src/egohorizon/tasks", "models", "datamodules", "conf/task", "conf/model", "conf/data",

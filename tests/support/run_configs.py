@@ -8,10 +8,10 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.precision import register_resolver
+from egohorizon.resolvers import register_resolvers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-register_resolver()  # as train.py and eval.py do before Hydra composes
+register_resolvers()  # as train.py and eval.py do before Hydra composes
 
 
 def toy_overrides(events, tmp_path, run_name: str) -> list[str]:

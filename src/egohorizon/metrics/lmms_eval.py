@@ -39,6 +39,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from egohorizon.schema.forecast_groups import metric_key
+
 INVALID = "[invalid]"
 VERSION = 1  # of this exporter's task configs, written as the tasks' version
 
@@ -190,7 +192,7 @@ def forecast_export(points: Sequence, records: Mapping[str, Any], predictions: M
     _metric(metrics, "invalid", overall["invalid"] / overall["n"] if overall["n"] else None, "none",
             [s["invalid"] for s in samples])
     for group in report["groups"]:
-        suffix = (f"{_key(group['source'])}_" if several else "") + f"L{group['level']}_K{group['k']}"
+        suffix = (f"{_key(group['source'])}_" if several else "") + metric_key(group["level"], group["k"])
         _metric(metrics, f"S_{suffix}", group["S"], "none")
         _metric(metrics, f"S_norm_{suffix}", group["S_norm"], "none")
     _ego4d_metrics(metrics, report.get("ego4d"))

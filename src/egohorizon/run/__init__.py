@@ -24,13 +24,13 @@ checkout rather than installed packages: importing the middle puts the checkout 
 """
 
 from egohorizon.errors import ConfigError
-from egohorizon.precision import register_resolver
 from egohorizon.repo_conf import glue_importable
+from egohorizon.resolvers import register_resolvers
 
-# ${precision_for:${trainer.accelerator}} in the real-model experiments: known wherever the middle composes
-# or resolves a config. Registered here, not on ``import egohorizon``: the layers below the middle (and the
-# GPU machine's scripts/device_check.py) run without omegaconf.
-register_resolver()
+# ${precision_for:${trainer.accelerator}} in the real-model experiments, ${task_objective:} in every config:
+# known wherever the middle composes or resolves a config. Registered here, not on ``import egohorizon``: the
+# layers below the middle (and the GPU machine's scripts/device_check.py) run without omegaconf.
+register_resolvers()
 
 try:
     glue_importable()

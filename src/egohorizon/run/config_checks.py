@@ -3,71 +3,28 @@
 A wrong number (``data.batch_size=0``, ``trainer.max_steps=abc``) otherwise surfaces deep inside
 Lightning or a DataLoader, after the run folder and the W&B run exist, as a traceback that names
 ``trainer`` or nothing at all. Here every problem names its key, the value given and what was expected,
-and all of them are reported at once. Only keys the config has are checked (each task's data group has
-its own keys), so a new group needs no change here unless it adds a number worth a bound.
+and all of them are reported at once. Only keys the config has are checked. The ``data.*`` bounds are the
+configured datamodule's own (its ``SETTING_BOUNDS``), so a new task declares them in its datamodule and
+needs no change here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import replace
 from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from egohorizon.errors import ConfigError
+from egohorizon.schema.forecast_groups import MIN_K
+from egohorizon.setting_bounds import NO_LIMIT, UNSET, Bound
 
 _ABSENT = object()
 
-
-@dataclass(frozen=True)
-class Bound:
-    """A key that must be a number (``integer``: a whole one) of at least ``low`` (``above``: strictly
-    above it), at most ``high``; ``also`` lists the special values allowed besides (``-1``: no limit,
-    ``None``: unset); ``each``: the key is a list and every item is checked."""
-
-    key: str
-    integer: bool = True
-    low: float | None = None
-    high: float | None = None
-    above: bool = False
-    also: tuple[Any, ...] = ()
-    each: bool = False
-
-
-UNSET = (None,)
-NO_LIMIT = (-1,)
-
+SEED = Bound("seed", low=0)
+# The settings every run has; the data.* ones come from the datamodule (datamodule_bounds), after the seed.
 BOUNDS = (
-    Bound("seed", low=0),
-    # data (any task's datamodule; each key only where the data group has it)
-    Bound("data.batch_size", low=1),
-    Bound("data.eval_batch_size", low=1),
-    Bound("data.num_workers", low=0),
-    Bound("data.max_length", low=1),
-    Bound("data.n_context", low=1),
-    Bound("data.max_train_points", low=1, also=UNSET),
-    Bound("data.max_eval_points", low=1, also=UNSET),
-    Bound("data.eval_prompt_candidates", low=1),
-    Bound("data.val_frac", integer=False, low=0, high=1),
-    Bound("data.test_frac", integer=False, low=0, high=1),
-    Bound("data.min_history_days", low=0),
-    Bound("data.bucket_factor", low=1),
-    Bound("data.levels", low=1, high=5, each=True),
-    Bound("data.ks", low=1, each=True),
-    # frame budgets: 0 frames is the text-only variant; a stride, rate or size must be positive
-    Bound("data.frames", low=0),
-    Bound("data.frame_budget", low=0),  # 0: the text-only QA baseline (qa_demo_x4)
-    Bound("data.frames_per_window", low=1, also=UNSET),
-    Bound("data.frame_stride", integer=False, low=0, above=True),
-    Bound("data.frame_size", low=1),
-    Bound("data.fps", integer=False, low=0, above=True),
-    Bound("data.long_side", low=1),
-    Bound("data.crop_size", low=1),
-    Bound("data.memory_items", low=0),
-    Bound("data.max_events", low=1, also=UNSET),
-    Bound("data.shuffle_buffer", low=1),
-    Bound("data.epoch_samples", low=1, also=UNSET),
     # optimisation
     Bound("model.optimizer.lr", integer=False, low=0, above=True),
     Bound("model.optimizer.weight_decay", integer=False, low=0),
@@ -93,19 +50,32 @@ BOUNDS = (
     Bound("llm.temperature", integer=False, low=0),
     Bound("sweep.n_context", low=1, each=True),
     Bound("sweep.levels", low=1, high=5, each=True),
-    Bound("sweep.ks", low=1, each=True),
+    Bound("sweep.ks", low=MIN_K, each=True),
     Bound("sweep.n_boot", low=1),
 )
 
 
 def validate_config(cfg: DictConfig) -> None:
-    """Raises ConfigError listing every key of ``BOUNDS`` whose value is of the wrong type or out of
-    range (one line each); a config without problems passes silently."""
-    problems = [problem for bound in BOUNDS for problem in _problems(cfg, bound)]
+    """Raises ConfigError listing every bounded key (the seed, the datamodule's, ``BOUNDS``) whose value is
+    of the wrong type or out of range (one line each); a config without problems passes silently."""
+    bounds = (SEED, *datamodule_bounds(cfg), *BOUNDS)
+    problems = [problem for bound in bounds for problem in _problems(cfg, bound)]
     if len(problems) == 1:
         raise ConfigError(problems[0])
     if problems:
         raise ConfigError(f"{len(problems)} settings are wrong:\n  " + "\n  ".join(problems))
+
+
+def datamodule_bounds(cfg: DictConfig) -> tuple[Bound, ...]:
+    """The configured datamodule class's ``SETTING_BOUNDS`` under ``data.``; none where ``data._target_``
+    does not name an importable class (building the datamodule then says what is wrong)."""
+    from hydra.utils import get_class
+
+    try:
+        klass = get_class(str(OmegaConf.select(cfg, "data._target_", default=None)))
+    except Exception:  # noqa: BLE001  (hydra wraps any import failure in its own error types)
+        return ()
+    return tuple(replace(bound, key=f"data.{bound.key}") for bound in getattr(klass, "SETTING_BOUNDS", ()))
 
 
 def _problems(cfg: DictConfig, bound: Bound) -> list[str]:

@@ -8,7 +8,8 @@ from typing import Any
 
 from egohorizon.tasks.base import Evaluation, Task
 
-# name -> "module:Class"; imported on use, so listing the tasks costs nothing.
+# The one registry line of a task: name -> "module:Class", imported on use, so listing the tasks costs
+# nothing. Everything else a task declares on its class (Task.predictor_scorer, ...).
 TASKS = {
     "forecast": "egohorizon.tasks.forecast:ForecastTask",
     "qa": "egohorizon.tasks.qa:QATask",

@@ -75,7 +75,9 @@ class Task(ABC):
 
     # A task that eval.py can score with no model at all (forecasting: repeat-last, random and the habit
     # baselines on points) names its scorer of predictors, "module:function" with ``score_predictors``'
-    # arguments, imported on use; None: the task scores a model (ckpt, or the untrained backbone).
+    # arguments, imported on use; None: the task scores a model (ckpt, or the untrained backbone). On the
+    # class, so such a task registers nothing else; a name, not the function, so the task module need not
+    # import its scorer (which imports it).
     predictor_scorer: ClassVar[str | None] = None
     # How an untrained backbone prompted in context decodes: the model config's generation with this
     # ``mode`` (forecasting: "in_prompt", one answer that lists every candidate); None: as configured.

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from egohorizon.metrics.habits import HABIT_PREDICTORS
 from egohorizon.metrics.parsing import close_stopped_reply, parse_forecast_output
 from egohorizon.schema import ForecastPoint
+from egohorizon.schema.forecast_groups import metric_key
 from egohorizon.tasks.base import Evaluation, Task, objective_line
 
 MODES = ("sequences", "in_prompt")
@@ -95,7 +96,7 @@ def evaluate(
 
 
 def group_suffix(group: Mapping[str, Any], several_sources: bool) -> str:
-    base = f"L{group['level']}_K{group['k']}"
+    base = metric_key(group["level"], group["k"])
     return f"{group['source']}_{base}" if several_sources else base
 
 
@@ -386,7 +387,7 @@ class ForecastTask(Task):
         levels, ks = list(data.get("levels") or []), list(data.get("ks") or [])
         if not levels or not ks:
             raise ValueError("the forecast objective needs data.levels and data.ks")
-        return f"val/forecast_S_norm_L{levels[0]}_K{ks[0]}"
+        return f"val/forecast_S_norm_{metric_key(levels[0], ks[0])}"
 
 
 @functools.lru_cache(maxsize=4)

@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from egohorizon.precision import register_resolver
+from egohorizon.resolvers import register_resolvers
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # Every key the demo may change (docs/real-model.md, "The demo", says why each was chosen).
@@ -18,7 +18,7 @@ DEMO_KEYS = {"task_name", "data.n_context", "data.max_length", "data.max_eval_po
 
 
 def _resolved(experiment: str, tmp_path: Path) -> dict:
-    register_resolver()
+    register_resolvers()
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", overrides=[f"experiment={experiment}", "logger=csv", f"paths.run_dir={tmp_path}/run"])
     return OmegaConf.to_container(cfg, resolve=True)

@@ -162,3 +162,17 @@ def test_a_config_error_raised_while_hydra_builds_a_target_is_the_users(tmp_path
     assert caught.value.code == 2 and not run.exists()
     err = capsys.readouterr().err
     assert err == "error: split: expected 'val' or 'test', got 'bogus'\n"
+
+
+def test_the_data_bounds_are_the_configured_datamodules_own(tmp_path):
+    """Issue 39 §3: each datamodule declares its bounds (SETTING_BOUNDS); config_checks reads the configured
+    class's, so a key is held to the bound of the datamodule that takes it."""
+    from egohorizon.config_checks import datamodule_bounds
+
+    forecast = {b.key for b in datamodule_bounds(_compose("train", [f"paths.run_dir={tmp_path}"]))}
+    assert {"data.batch_size", "data.ks", "data.levels"} <= forecast and "data.fps" not in forecast
+    hands = {b.key for b in datamodule_bounds(_compose("train", ["task=hands", f"paths.run_dir={tmp_path}"]))}
+    assert "data.fps" in hands and "data.ks" not in hands
+    with pytest.raises(ConfigError) as caught:
+        validate_config(_compose("train", ["task=hands", "data.fps=0", f"paths.run_dir={tmp_path}"]))
+    assert str(caught.value) == "data.fps must be > 0, got 0"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from egohorizon.schema import QAItem
-from egohorizon.tasks import TASKS, get_task
+from egohorizon.tasks import TASKS, get_task, task_class
 
 
 def _item(pid: str, task: str, answer: str, n_options: int = 4) -> QAItem:
@@ -19,6 +19,13 @@ def test_registry_builds_each_task_and_refuses_unknown_names():
     assert get_task("qa").name == "qa"
     with pytest.raises(ValueError, match="unknown 'segmentation'.*forecast"):
         get_task("segmentation")
+
+
+def test_a_predictor_scorer_is_declared_on_the_task_class():
+    """Issue 39 §3: a task's one registry line is in TASKS; whether eval.py scores its predictors without an
+    adapter, and with what, the class says."""
+    assert task_class("forecast").predictor_scorer == "egohorizon.tasks.forecast_predictors:score_predictors"
+    assert [name for name in TASKS if task_class(name).scores_baselines_alone()] == ["forecast"]
 
 
 def test_forecast_task_objective_follows_the_data_settings():

@@ -38,6 +38,7 @@ from egohorizon.data.points.leakage import check_points, context_view, recency_o
 from egohorizon.data.splits import OFFICIAL_FIELD, SPLITS, DaySplit
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.schema import Event, ForecastPoint
+from egohorizon.schema.forecast_groups import ks_problem
 
 log = logging.getLogger(__name__)
 
@@ -110,8 +111,8 @@ def build_points(
 def _check_arguments(levels: Sequence[int], ks: Sequence[int], n_context: int, max_points: int | None) -> None:
     if not levels or any(lv not in (1, 2, 3, 4, 5) for lv in levels):
         raise ConfigError(f"levels={list(levels)}: expected levels among 1-5")
-    if not ks or any(not isinstance(k, int) or k < 1 for k in ks):
-        raise ConfigError(f"ks={list(ks)}: expected integers >= 1")
+    if problem := ks_problem(ks):
+        raise ConfigError(problem)
     if n_context < 1:
         raise ConfigError(f"n_context={n_context}: expected >= 1 (a point needs context)")
     if max_points is not None and max_points < 1:

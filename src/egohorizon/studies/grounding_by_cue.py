@@ -1,6 +1,6 @@
 """The grounding study split by cue kind (issue 15): does a variant's lead come from the cue it saw?
 
-    .venv/bin/python scripts/grounding_by_cue.py POINTS.jsonl text=REPORT.json frames=REPORT.json \
+    .venv/bin/python -m egohorizon.studies.grounding_by_cue POINTS.jsonl text=REPORT.json frames=REPORT.json \
         [hidden=REPORT.json ...]
 
 Every REPORT is a per-point forecast report on the same points (a run's ``reports/test.json`` or

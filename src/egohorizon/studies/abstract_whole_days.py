@@ -1,6 +1,6 @@
 """Score a hierarchy built by ``egohorizon abstract`` against the gold one on whole days.
 
-    python scripts/abstract_whole_days.py --built OUT/events.jsonl --gold gold.jsonl --train-gold train.jsonl
+    python -m egohorizon.studies.abstract_whole_days --built OUT/events.jsonl --gold gold.jsonl --train-gold train.jsonl
 
 For every level k = 2..5, a level-k boundary is an L1 event whose level-k ancestor differs from the
 previous L1 event's in the same session (session starts are boundaries in every hierarchy and are not

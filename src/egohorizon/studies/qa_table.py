@@ -4,7 +4,7 @@ validation epoch, each run's Avg less chance with its bootstrap interval, and pa
 differences (resampled within task type) between runs (overall and per level) and against the majority
 position and the answer prior.
 
-    python scripts/qa_table.py --items data/demo_qa/qa.jsonl uniform=outputs/RUN1 retrieval=outputs/RUN2
+    python -m egohorizon.studies.qa_table --items data/demo_qa/qa.jsonl uniform=outputs/RUN1 retrieval=outputs/RUN2
 """
 
 from __future__ import annotations

@@ -1,0 +1,25 @@
+"""A forecast group's name and its K rule, written once.
+
+A forecast point belongs to a group: its hierarchy level L (1-5) and K, the number of next actions it
+forecasts. SPEC §1 reports every per-group figure under ``L<level>_K<k>`` (``val/forecast_S_norm_L3_K10``);
+the forecast task's log keys, the lmms-eval export and the run's objective all spell it with
+``metric_key``. Standard library only, like the rest of ``schema/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+MIN_K = 1  # a point forecasts at least one action
+
+
+def metric_key(level: int, k: int) -> str:
+    """``L3_K10``: the suffix of every per-group metric and log key."""
+    return f"L{level}_K{k}"
+
+
+def ks_problem(ks: Sequence[int]) -> str | None:
+    """What is wrong with a list of K (empty, or an item that is not an integer >= ``MIN_K``), or None."""
+    if not ks or any(not isinstance(k, int) or k < MIN_K for k in ks):
+        return f"ks={list(ks)}: expected integers >= {MIN_K}"
+    return None

@@ -1,0 +1,60 @@
+"""Issue 39 §3: a task's identity is said once. The forecast group key ``L<level>_K<k>`` is spelled only by
+``schema.forecast_groups.metric_key``; the data bounds are each datamodule's own (config_checks keeps no
+``data.*`` list), and every bound names a setting its datamodule takes."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+from conftest import REPO_ROOT
+
+from egohorizon.config_checks import BOUNDS
+
+# An f-string or a YAML interpolation that builds the key: L{...}_K{...} or L${...}_K${...}.
+KEY_SPELLING = re.compile(r"L\$?\{[^}]*\}_K\$?\{")
+THE_ONE_PLACE = REPO_ROOT / "src" / "egohorizon" / "schema" / "forecast_groups.py"
+DATAMODULES = sorted(p.stem for p in (REPO_ROOT / "datamodules").glob("*.py") if p.stem not in {"__init__", "base"})
+
+
+def key_spellings(root=REPO_ROOT) -> list[str]:
+    places = [root / "src", root / "datamodules", root / "models", root / "scripts", root / "conf"]
+    paths = [p for place in places for p in sorted(place.rglob("*")) if p.suffix in {".py", ".yaml", ".sh"}]
+    return [f"{path.relative_to(root)}:{n}" for path in paths if path != THE_ONE_PLACE
+            for n, line in enumerate(path.read_text().splitlines(), 1) if KEY_SPELLING.search(line)]
+
+
+def test_the_group_key_is_spelled_in_one_place():
+    assert key_spellings() == []
+
+
+def test_a_second_spelling_is_named(tmp_path):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "src" / "a.py").write_text('key = f"L{level}_K{k}"\n')
+    (tmp_path / "conf" / "b.yaml").write_text("objective: val/x_L${data.levels[0]}_K${data.ks[0]}\n")
+    assert key_spellings(tmp_path) == ["src/a.py:1", "conf/b.yaml:1"]
+
+
+def test_no_central_list_of_data_bounds():
+    assert [bound.key for bound in BOUNDS if bound.key.startswith("data.")] == []
+
+
+def test_every_datamodule_bound_names_a_setting_of_its_datamodule():
+    from datamodules.base import TaskDataModule
+
+    checked = 0
+    for stem in DATAMODULES:
+        module = importlib.import_module(f"datamodules.{stem}")
+        for klass in vars(module).values():
+            if not (inspect.isclass(klass) and issubclass(klass, TaskDataModule) and klass.__module__ == module.__name__):
+                continue
+            settings = {name for base in klass.__mro__ if "__init__" in vars(base)
+                        for name in inspect.signature(vars(base)["__init__"]).parameters}
+            bounds = [bound.key for bound in getattr(klass, "SETTING_BOUNDS", ())]
+            assert bounds, f"{klass.__name__} declares no SETTING_BOUNDS"
+            assert set(bounds) <= settings, f"{klass.__name__}: bounds of no setting {sorted(set(bounds) - settings)}"
+            assert len(bounds) == len(set(bounds)), f"{klass.__name__}: a setting bounded twice"
+            checked += 1
+    assert checked == len(DATAMODULES)
