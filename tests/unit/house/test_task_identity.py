@@ -10,7 +10,7 @@ import re
 
 from conftest import REPO_ROOT
 
-from egohorizon.config_checks import BOUNDS
+from egohorizon.run.config_checks import BOUNDS
 
 # An f-string or a YAML interpolation that builds the key: L{...}_K{...} or L${...}_K${...}.
 KEY_SPELLING = re.compile(r"L\$?\{[^}]*\}_K\$?\{")

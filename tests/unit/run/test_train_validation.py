@@ -167,7 +167,7 @@ def test_a_config_error_raised_while_hydra_builds_a_target_is_the_users(tmp_path
 def test_the_data_bounds_are_the_configured_datamodules_own(tmp_path):
     """Issue 39 §3: each datamodule declares its bounds (SETTING_BOUNDS); config_checks reads the configured
     class's, so a key is held to the bound of the datamodule that takes it."""
-    from egohorizon.config_checks import datamodule_bounds
+    from egohorizon.run.config_checks import datamodule_bounds
 
     forecast = {b.key for b in datamodule_bounds(_compose("train", [f"paths.run_dir={tmp_path}"]))}
     assert {"data.batch_size", "data.ks", "data.levels"} <= forecast and "data.fps" not in forecast
