@@ -15,7 +15,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import hydra
 from omegaconf import DictConfig
 
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 
 register_resolvers()  # before Hydra composes: `--cfg job --resolve` resolves ${precision_for:...} and ${task_objective:} too
 

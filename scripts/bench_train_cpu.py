@@ -40,7 +40,7 @@ def compose(overrides: list[str]):
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
 
-    from egohorizon.resolvers import register_resolvers
+    from egohorizon.run.resolvers import register_resolvers
 
     register_resolvers()  # as train.py does
     with initialize_config_dir(config_dir=str(ROOT / "conf"), version_base="1.3"):

@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 register_resolvers()  # as train.py and eval.py do before Hydra composes

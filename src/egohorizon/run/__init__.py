@@ -25,7 +25,7 @@ checkout rather than installed packages: importing the middle puts the checkout 
 
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import glue_importable
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 
 # ${precision_for:${trainer.accelerator}} in the real-model experiments, ${task_objective:} in every config:
 # known wherever the middle composes or resolves a config. Registered here, not on ``import egohorizon``: the

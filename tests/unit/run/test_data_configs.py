@@ -8,7 +8,7 @@ from conftest import REPO_ROOT
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 
 register_resolvers()
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # Every key the demo may change (docs/real-model.md, "The demo", says why each was chosen).

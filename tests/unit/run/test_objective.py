@@ -7,7 +7,7 @@ import pytest
 from conftest import REPO_ROOT
 from hydra import compose, initialize_config_dir
 
-from egohorizon.resolvers import register_resolvers
+from egohorizon.run.resolvers import register_resolvers
 from egohorizon.tasks import TASKS, get_task
 
 register_resolvers()
