@@ -117,9 +117,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", default="egohands-frames", help="the frames folder, or its name in a data home")
     parser.add_argument("--out", type=Path, default=ROOT / "outputs" / "hands_loo")
-    parser.add_argument("--fractions", type=float, nargs="+", default=[0.25, 0.5, 1.0])
-    parser.add_argument("--steps", type=int, default=16, help="optimiser steps per run (batch 4)")
-    parser.add_argument("--val-every", type=int, default=8, help="validation (checkpoint choice) every N steps")
+    parser.add_argument("--fractions", type=float, nargs="+", default=[1.0, 0.5, 0.25],
+                        help="shares of each fold's training frames, run in this order")
+    parser.add_argument("--steps", type=int, default=20, help="optimiser steps per run (batch 4)")
+    parser.add_argument("--val-every", type=int, default=10, help="validation (checkpoint choice) every N steps")
     parser.add_argument("--image-size", type=int, default=160)
     parser.add_argument("--folds", type=int, nargs="*", help="fold indices to run (default: all)")
     parser.add_argument("--no-toy", action="store_true", help="leave out the toy VLM rows")
@@ -157,8 +158,8 @@ def main() -> None:
 
     runs = [(f"effnet_smollm2, {round(100 * fraction)} % of training frames", fraction, False)
             for fraction in args.fractions]
-    if not args.no_toy:
-        runs.append(("toy VLM (tiny, random weights), 100 %", 1.0, True))
+    if not args.no_toy:  # right after the first fraction's row (the full one by default): the rows that matter first
+        runs.insert(1, ("toy VLM (tiny, random weights), 100 %", 1.0, True))
     for name, fraction, toy in runs:
         rows = []
         for test, val, _ in chosen:

@@ -184,6 +184,20 @@ def test_a_corrupt_frame_is_skipped_and_counted(shared_data, tmp_path):
     assert len(batch["ids"]) == 3 and batch["skipped"] == 1
 
 
+def test_the_experiment_composes_and_finds_the_frames_with_no_path_typed(shared_data, tmp_path):
+    from hydra import compose, initialize_config_dir
+    from hydra.utils import instantiate
+
+    with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
+        cfg = compose("train", ["experiment=hands_effnet_smollm2", f"paths.run_dir={tmp_path}", "logger=csv"])
+    assert cfg.backbone._target_.endswith("EffnetSmolLM2Backbone") and cfg.backbone.image_size == 160
+    assert cfg.objective == "val/hands_score" and not cfg.test_after_fit
+    datamodule = instantiate(cfg.data, _convert_="all")
+    datamodule.prepare()
+    assert {k: len(v) for k, v in datamodule.by_split.items()} == {"train": 100, "val": 24, "test": 0}
+    assert datamodule._frames_root().resolve() == (shared_data / "egohands-frames").resolve()
+
+
 # -- end to end (slow) ---------------------------------------------------------------------------------------
 
 @pytest.mark.slow  # the composite's weights: ~1.5 min for two steps, a test pass and detection on 3 frames
