@@ -200,7 +200,7 @@ def test_the_experiment_composes_and_finds_the_frames_with_no_path_typed(shared_
 
 # -- end to end (slow) ---------------------------------------------------------------------------------------
 
-@pytest.mark.slow  # the composite's weights: ~1.5 min for two steps, a test pass and detection on 3 frames
+@pytest.mark.slow  # the composite (224 px: the folder the backbone tests build) trains 2 steps, tests, detects 3 frames
 def test_experiment_trains_tests_and_detects_on_real_frames(shared_data, smollm2_backbone, tmp_path):
     folder = _frames_folder(shared_data, tmp_path, per_video=1)
     run = tmp_path / "run"
@@ -208,7 +208,7 @@ def test_experiment_trains_tests_and_detects_on_real_frames(shared_data, smollm2
                f"data.frames_dir={folder}", "data.test_video=CARDS_OFFICE_S_B", "data.val_video=CHESS_COURTYARD_B_T",
                "test_after_fit=true", "data.mediapipe_baseline=false", "trainer.max_steps=2",
                "trainer.val_check_interval=1", "data.batch_size=2", "model.generation.max_new_tokens=24",
-               "backbone.image_size=64", f"backbone.cache_dir={Path(smollm2_backbone.path).parent}",
+               "backbone.image_size=224", f"backbone.cache_dir={Path(smollm2_backbone.path).parent}",
                f"backbone.smollm2.cache_dir={Path(smollm2_backbone.path).parent}"]
     done = subprocess.run(command, check=False, cwd=REPO_ROOT, capture_output=True, text=True, timeout=400)
     assert done.returncode == 0, done.stderr[-3000:]
