@@ -8,6 +8,12 @@ sample is read, at ``fps`` frames per second over the clip (the sampling rate se
 the sampled frames (the nearest annotated frame) in the pixels of the image the processor makes
 (``backbones.boxes.ResizeMapping``), then every gold segment of the clip.
 
+Still frames without sides (the EgoHands frames, ``frames_dir``; ``pipelines.hands.egohands``) are one-frame
+clips with ``hand`` boxes, split by video (``test_video``, ``val_video``; the rest train, ``train_fraction`` of
+them in a seeded order, so 25 % of the frames are inside 50 %); with no ``test_video`` every frame trains and
+``val_video`` only says when to stop (its frames are trained on too). ``augment`` flips and crops the
+training frames, boxes moved with them (``datamodules.hands_augment``).
+
 ``eval_options`` hands the task the training clips' segments (the training-prior baselines' labels)
 and the MediaPipe baseline's boxes on the same sampled frames (``pipelines.hands.detector``), computed
 once per split.
@@ -23,6 +29,7 @@ from typing import Any, ClassVar
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
+from datamodules.hands_augment import draw_flip_crop
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.setting_bounds import LOADER_BOUNDS, Bound
@@ -43,16 +50,18 @@ def frame_times(duration: float, fps: float) -> list[float]:
 
 def target_boxes(item, mapping) -> list[tuple[float, str, list[int]]]:
     """The gold boxes of the sampled frames (each time's nearest annotated frame) in model pixels."""
-    by_frame: dict[int, dict[str, list[float]]] = {}
+    by_frame: dict[int, dict[str, list[list[float]]]] = {}
     grid = 1
     for box in item.boxes:
-        by_frame.setdefault(box["frame"], {})[box["hand"]] = box["box"]
+        named = by_frame.setdefault(box["frame"], {})
+        # one box per side and frame; hand-agnostic ("hand") boxes all stay
+        named[box["hand"]] = [*named.get(box["hand"], []), box["box"]] if box["hand"] == "hand" else [box["box"]]
         grid = box.get("grid") or grid
     out = []
     for t in item.frame_times:
         frame = grid * round(FPS * t / grid)
-        for hand, box in sorted(by_frame.get(frame, {}).items()):
-            out.append((t, hand, mapping.to_model(box)))
+        for hand, boxes in sorted(by_frame.get(frame, {}).items()):
+            out += [(t, hand, mapping.to_model(box)) for box in boxes]
     return out
 
 
@@ -88,8 +97,10 @@ class HandClipSamples(Dataset):
     """Clip -> ``{text, images, target, key}`` (picklable: frames are drawn or read in the worker); None for
     a clip with an unreadable frame file, which the collator leaves out and counts."""
 
-    def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None, folder: Path | None = None):
+    def __init__(self, items: list, clips: dict[str, dict], mapping, prompt: str | None, folder: Path | None = None,
+                 augment: dict[str, Any] | None = None):
         self.items, self.clips, self.mapping, self.prompt, self.folder = items, clips, mapping, prompt, folder
+        self.augment = augment  # draw_flip_crop's settings (training only), or None
 
     def __len__(self) -> int:
         return len(self.items)
@@ -107,13 +118,34 @@ class HandClipSamples(Dataset):
             # the module logs <split>/skipped_samples, an unscored held-out clip is scored invalid).
             log.warning("%s: the clip is skipped", error)
             return None
+        if self.augment:
+            images, item = self._augmented(images, item)
         text = render_hands_prompt(item.frame_times, record["duration"], self.mapping.resized, prompt=self.prompt)
         target = render_hand_text(target_boxes(item, self.mapping), item.segments)
         return {"text": text, "images": images, "target": target, "key": item.id}
 
+    def _augmented(self, images: list, item):
+        """One flip and crop for the clip's frames and boxes (torch's generator draws the seed, so
+        Lightning's seed and the workers' seeds decide it)."""
+        import dataclasses
+
+        import numpy as np
+        import torch
+
+        rng = np.random.default_rng(int(torch.randint(0, 2**31 - 1, ()).item()))
+        change = draw_flip_crop(rng, tuple(item.original), **self.augment)
+        boxes = []
+        for box in item.boxes:
+            moved = change.box(box["box"])
+            if moved is not None:
+                boxes.append({**box, "hand": change.hand(box["hand"]), "box": moved})
+        return [change.image(image) for image in images], dataclasses.replace(item, boxes=boxes)
+
 
 class HandsDataModule(TaskDataModule):
     SETTING_BOUNDS: ClassVar[tuple[Bound, ...]] = (*LOADER_BOUNDS, Bound("fps", integer=False, low=0, above=True))
+    # saved beside adapters: how `hands detect --model` shows a still image (still_clip) and at what rate
+    ADAPTER_SETTINGS: ClassVar[tuple[str, ...]] = (*TaskDataModule.ADAPTER_SETTINGS, "fps", "still_clip")
 
     def __init__(
         self,
@@ -130,8 +162,22 @@ class HandsDataModule(TaskDataModule):
         mediapipe_baseline: bool = True,
         prompt: str | None = None,
         seed: int = 0,
+        frames_dir: str | None = None,
+        val_video: str | None = None,
+        test_video: str | None = None,
+        train_fraction: float = 1.0,
+        augment: dict[str, Any] | None = None,
+        still_clip: dict[str, Any] | None = None,
     ):
         super().__init__()
+        if not 0 < float(train_fraction) <= 1:
+            raise ConfigError(f"data.train_fraction: expected a number in (0, 1], got {train_fraction}")
+        if frames_dir and clips_dir:
+            raise ConfigError("data.frames_dir and data.clips_dir: give one source of frames, not both")
+        # still_clip: how `hands detect --model` shows a still image to an adapter trained here (saved with it)
+        self.frames_dir, self.val_video, self.test_video = frames_dir, val_video, test_video
+        self.train_fraction, self.augment = float(train_fraction), dict(augment) if augment else None
+        self._frames_folder: Path | None = None
         frame_times(1.0, fps)  # checks fps
         self.clips_dir, self.demo_dir = clips_dir, demo_dir
         self.demo_days, self.demo_clips_per_day = demo_days, demo_clips_per_day
@@ -146,6 +192,8 @@ class HandsDataModule(TaskDataModule):
         self._baseline: dict[str, list[dict]] = {}
 
     def _folder(self) -> Path:
+        if self.frames_dir:
+            return self._frames_root() / "images"
         if self.clips_dir:
             return Path(self.clips_dir)
         out = Path(self.demo_dir or "data/demo_hands")
@@ -173,6 +221,9 @@ class HandsDataModule(TaskDataModule):
     def prepare(self) -> None:
         """Clip records, gold boxes and segments by split (each clip's split is its day's)."""
         if self.by_split:
+            return
+        if self.frames_dir:
+            self._prepare_frames()
             return
         from egohorizon.data.splits import DaySplit
         from egohorizon.schema import HandBox, Segment, load_jsonl
@@ -206,6 +257,51 @@ class HandsDataModule(TaskDataModule):
         log.info("hand clips per split: %s, %g frames per second", {k: len(v) for k, v in self.by_split.items()},
                  self.fps)
 
+    def _frames_root(self) -> Path:
+        from egohorizon.pipelines.hands.egohands import find_frames
+
+        if self._frames_folder is None:
+            self._frames_folder = find_frames(self.frames_dir)
+        return self._frames_folder
+
+    def _prepare_frames(self) -> None:
+        """Each still frame is a one-frame clip (time 0) of its video; gold boxes are ``hand`` boxes."""
+        import random
+
+        from egohorizon.pipelines.hands.egohands import fold_videos, read_frames
+        from egohorizon.tasks.hands import HandItem
+
+        frames = read_frames(self._frames_root())
+        videos = sorted({f.video for f in frames})
+        if self.val_video is None:
+            raise ConfigError(f"data.val_video: name the video that chooses the checkpoint (one of {videos})")
+        if self.test_video is None:
+            if self.val_video not in videos:
+                raise ConfigError(f"data.val_video={self.val_video!r}: not one of the frames' videos {videos}")
+            splits = dict.fromkeys(videos, "train")
+        else:
+            splits = fold_videos(videos, self.test_video, self.val_video)
+        self.by_split = {name: [] for name in SPLITS}
+        duration = 1.0 / self.fps  # one frame, at time 0
+        for frame in frames:
+            clip = frame.name.rsplit(".", 1)[0]
+            self.clips[clip] = {"clip": clip, "frames": {"0": frame.name}, "duration": duration,
+                                "height": frame.height, "width": frame.width, "participant": frame.video,
+                                "day": frame.video}
+            item = HandItem(id=clip, boxes=[{"clip": clip, "frame": 0, "hand": "hand", "box": box}
+                                            for box in frame.boxes],
+                            frame_times=[0.0], original=(frame.height, frame.width), agnostic=True)
+            self.by_split[splits[frame.video]].append(item)
+            if self.test_video is None and frame.video == self.val_video:
+                self.by_split["val"].append(item)  # trained on too: it only says when to stop
+        train = self.by_split["train"]
+        random.Random(self.seed).shuffle(train)  # one order per seed: a smaller fraction is a prefix
+        keep = max(1, round(self.train_fraction * len(train)))
+        self.by_split["train"] = sorted(train[:keep], key=lambda item: item.id)
+        for name, limit in self.max_clips.items():
+            self.by_split[name] = self.by_split[name][:limit]
+        log.info("still frames per split (videos %s): %s", splits, {k: len(v) for k, v in self.by_split.items()})
+
     def set_processor(self, processor) -> None:
         from egohorizon.backbones.boxes import ResizeMapping
 
@@ -237,8 +333,18 @@ class HandsDataModule(TaskDataModule):
         return texts
 
     def day_split(self):
-        """The clip folder's own ``split.json`` (whole days held out)."""
+        """The clip folder's own ``split.json`` (whole days held out); for still frames, each video is a day."""
         from egohorizon.data.splits import DaySplit
+
+        if self.frames_dir:
+            self.prepare()
+            days: dict[str, dict[str, str]] = {}
+            for name in ("train", "val", "test"):  # a video both trained on and validated on is a training day
+                for item in self.by_split[name]:
+                    video = self.clips[item.id]["participant"]
+                    days.setdefault(video, {}).setdefault(video, name)
+            return DaySplit(days=days, settings={"source": str(self._frames_root()), "test_video": self.test_video,
+                                                 "val_video": self.val_video})
 
         return DaySplit.load(self._folder() / "split.json")
 
@@ -255,7 +361,9 @@ class HandsDataModule(TaskDataModule):
         """The training clips' segments and boxes (for the training-prior baselines) and the MediaPipe
         baseline's boxes on the frames the model saw (t = frame time, computed once per split)."""
         self.prepare()
-        train = self.by_split["train"]
+        scored = {item.id for item in self.by_split[split]}
+        # still frames trained on and validated on (no test video) give the prior none of their own boxes
+        train = [item for item in self.by_split["train"] if item.id not in scored]
         options: dict[str, Any] = {
             "prior_segments": [{"clip": item.id, **s} for item in train for s in item.segments],
             "prior_boxes": [{"clip": item.id, "hand": b["hand"], "box": b["box"], "size": list(item.original)}
@@ -287,7 +395,8 @@ class HandsDataModule(TaskDataModule):
             raise ConfigError("the hands datamodule feeds frames: it needs a vision-language backbone (processor)")
         self.prepare()
         train = split == "train"
-        data = HandClipSamples(self.by_split[split], self.clips, self.mapping, self.prompt_name, self._folder())
+        data = HandClipSamples(self.by_split[split], self.clips, self.mapping, self.prompt_name, self._folder(),
+                               augment=self.augment if train else None)
         if not len(data):
             raise ConfigError(f"no hand clips in the {split!r} split of {self._folder()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,

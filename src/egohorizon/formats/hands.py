@@ -11,7 +11,10 @@ maps them to and from the original frame)::
     action right 0.4-2.5 wipe the table
     caption left 0-1 the left hand picks up a blue cloth
 
-A box line names the frame time and the hands visible in it (a hand left out is not visible).
+A box line names the frame time and the hands visible in it (a hand left out is not visible). Where
+the gold has no sides (real EgoHands frames: one class), a box is the hand-agnostic item
+``hand [x1,y1,x2,y2]``, any number of them on a line (``0s hand [10,300,200,460] hand [700,310,900,470]``),
+written left to right.
 ``subtask`` lines carry no hand; ``action`` (an Ego4D verb first, then its object) and ``caption``
 lines name one. Lines are sorted: boxes by time, then subtasks, actions, captions by start.
 
@@ -27,6 +30,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 HANDS = ("left", "right")
+AGNOSTIC = "hand"  # a box without a side; several may share a frame
+BOX_NAMES = (*HANDS, AGNOSTIC)
 # text keyword -> SPEC §6 segment kind
 SEGMENT_KINDS = {"subtask": "subtask", "action": "hand_action", "caption": "hand_caption"}
 KEYWORDS = {kind: word for word, kind in SEGMENT_KINDS.items()}
@@ -60,13 +65,15 @@ def _seconds(value: float) -> str:
 def render_hand_text(boxes: Sequence[tuple[float, str, Sequence[int]]], segments: Sequence[dict]) -> str:
     """The target text for a clip: ``boxes`` in model pixels, ``segments`` with kind, hand, start,
     end (seconds from the clip's start) and label."""
-    by_time: dict[float, dict[str, Sequence[int]]] = {}
+    by_time: dict[float, dict[str, list[Sequence[int]]]] = {}
     for t, hand, box in boxes:
-        by_time.setdefault(round(t, 2), {})[hand] = box
+        named = by_time.setdefault(round(t, 2), {})
+        # a side names one box per frame (the last given wins); hand-agnostic boxes all stay
+        named[hand] = [*named.get(hand, []), box] if hand == AGNOSTIC else [box]
     lines = []
     for t in sorted(by_time):
-        items = " ".join(f"{hand} [{','.join(str(int(v)) for v in by_time[t][hand])}]"
-                         for hand in HANDS if hand in by_time[t])
+        items = " ".join(f"{hand} [{','.join(str(int(v)) for v in box)}]"
+                         for hand in BOX_NAMES for box in sorted(by_time[t].get(hand, []), key=lambda b: (b[0], b[1])))
         lines.append(f"{_seconds(t)}s {items}")
     order = {kind: i for i, kind in enumerate(SEGMENT_KINDS.values())}
     for segment in sorted(segments, key=lambda s: (order[s["kind"]], s["start"], s.get("hand") or "")):
@@ -83,7 +90,7 @@ def _parse_boxes(line: str, t: float, rest: str, parse: HandParse) -> None:
         if not match:
             break
         hand, corners = match.group(1), [int(v) for v in match.groups()[1:]]
-        if hand in HANDS and corners[2] > corners[0] and corners[3] > corners[1] and min(corners) >= 0:
+        if hand in BOX_NAMES and corners[2] > corners[0] and corners[3] > corners[1] and min(corners) >= 0:
             found.append((t, hand, corners))
         else:
             parse.drop(line)

@@ -6,6 +6,10 @@ the data (the MediaPipe baseline: ``eval_options`` of the hands datamodule).
 
 An item is one clip: its gold boxes and segments (SPEC §6 records), the times of the frames the model
 saw and the resize mapping of those frames, so model-pixel boxes go back to the frame's pixels here.
+
+Still frames without sides (EgoHands: ``HandItem.agnostic``, gold boxes named ``hand``) are scored
+hand-agnostically (``metrics.hand_agnostic``: hits / (gold boxes + predicted boxes that hit no gold
+box), per frame, whatever side a box is given), against the half-frame box prior and the detector.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ class HandItem:
     original: tuple[int, int] = (0, 0)  # (height, width) of the frames
     resized: tuple[int, int] = (0, 0)  # (height, width) of the image the model saw
     letterbox: bool = False  # the frame was letterboxed into that image (backbones.boxes.ResizeMapping)
+    agnostic: bool = False  # gold boxes carry no side (``hand``): scored hand-agnostically, per frame
 
 
 def make_judges(names: Mapping[str, str] | None = None, embedder: str = "minilm", threshold: float = 0.75):
@@ -119,6 +124,8 @@ class HandsTask(Task):
         from egohorizon.metrics.segments import score_segments
         from egohorizon.schema import BoxPrediction, HandBox, Segment
 
+        if items and all(item.agnostic for item in items):
+            return self._evaluate_agnostic(items, predictions, split, baseline_boxes, baseline_name, prior_boxes)
         gold_boxes = [_record(HandBox, {**b, "clip": item.id}, item.id) for item in items for b in item.boxes]
         gold_segments = [_record(Segment, {**s, "clip": item.id}, item.id) for item in items for s in item.segments]
         predicted = [predictions.get(item.id) or {"boxes": [], "segments": [], "invalid": 0} for item in items]
@@ -144,6 +151,37 @@ class HandsTask(Task):
             chosen = [_record(BoxPrediction, b, baseline_name) for b in baseline_boxes if b["clip"] in wanted]
             baselines.setdefault("boxes", {})[baseline_name] = centroid_hit_fraction(gold_boxes, chosen)
         # Every scored clip once, in order (one without output as None), so compare can check the items.
+        candidates = {item.id: predictions.get(item.id) for item in items}
+        return Evaluation(report=report, baselines=baselines, metrics=self._flat(report, baselines, split),
+                          candidates=candidates)
+
+    def _evaluate_agnostic(self, items: Sequence[HandItem], predictions: Mapping[str, Any], split: str,
+                           baseline_boxes: Sequence[dict] | None, baseline_name: str,
+                           prior_boxes: Sequence[dict] | None) -> Evaluation:
+        """Still frames without sides: each frame's boxes, whatever their side, against its gold boxes;
+        the box prior from the training frames' boxes (never the scored frames'), and the detector's."""
+        from egohorizon.metrics.hand_agnostic import (frame_hits, half_prior_boxes, pooled_fraction,
+                                                      prior_predictions)
+
+        gold = {item.id: [b["box"] for b in item.boxes] for item in items}
+        predicted = [predictions.get(item.id) or {"boxes": [], "segments": [], "invalid": 0} for item in items]
+        rows = frame_hits(gold, {item.id: [b["box"] for b in p["boxes"]] for item, p in zip(items, predicted)})
+        report = {"boxes": {**pooled_fraction(rows), "per_frame": rows}, "kinds": {}, "n": len(items),
+                  "invalid": sum(p["invalid"] for p in predicted),
+                  "missing": sum(item.id not in predictions for item in items)}
+        baselines: dict[str, Any] = {}
+        if prior_boxes:
+            scored = {item.id for item in items}
+            if any(b["clip"] in scored for b in prior_boxes):
+                raise ValueError("the box prior must not read the scored frames' own boxes")
+            relative = half_prior_boxes([(b["box"], tuple(b["size"])) for b in prior_boxes])
+            prior = {item.id: prior_predictions(relative, tuple(item.original)) for item in items}
+            baselines.setdefault("boxes", {})["train_prior_box"] = pooled_fraction(frame_hits(gold, prior))
+        if baseline_boxes is not None:
+            found: dict[str, list] = {}
+            for b in baseline_boxes:
+                found.setdefault(b["clip"], []).append(b["box"])
+            baselines.setdefault("boxes", {})[baseline_name] = pooled_fraction(frame_hits(gold, found))
         candidates = {item.id: predictions.get(item.id) for item in items}
         return Evaluation(report=report, baselines=baselines, metrics=self._flat(report, baselines, split),
                           candidates=candidates)

@@ -49,6 +49,7 @@ TESTED_ELSEWHERE = {
     "forecast_epic_smollm2": "test_forecast_epic_smollm2.py",
     "forecast_hdepic_smollm2": "test_forecast_epic_smollm2.py",
     "hands_demo": "test_hands_task.py",
+    "hands_effnet_smollm2": "test_hands_still_frames.py",
     "qa_demo": "test_qa_configs.py",
     "qa_demo_x4": "test_qa_configs.py",
 }

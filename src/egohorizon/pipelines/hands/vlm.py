@@ -2,7 +2,8 @@
 ``egohorizon hands detect --model ADAPTER`` path, scored on the same real frames as the detector.
 
 Each image is sent as a still clip of the length the hand VLM is trained on (``hands_demo``: 6 frames,
-one per second), the image repeated at every frame time, with the adapter's own prompt and resized by
+one per second; an adapter whose data settings give ``still_clip``, e.g. the EgoHands-trained one, says its
+own: one frame), the image repeated at every frame time, with the adapter's own prompt and resized by
 the adapter's processor; the box line of time 0 (``formats.hands``) goes back to the image's
 pixels through ``backbones.boxes.ResizeMapping``. A one-frame prompt is one the model never saw in
 training: the demo-trained adapters answer it with segment lines and no box line at all (0 boxes on
@@ -33,6 +34,8 @@ def adapter_finder(adapter: str | Path, max_new_tokens: int = 64, device: str | 
     prompt_name = backend.adapter_meta.get("prompt", {}).get("name", "hands")
     prompt_file = folder / f"{prompt_name}.txt"
     prompt = str(prompt_file) if prompt_file.is_file() else prompt_name
+    still = (backend.adapter_meta.get("data") or {}).get("still_clip") or {}
+    clip_frames, clip_s = int(still.get("frames", clip_frames)), float(still.get("seconds", clip_s))
 
     def find(image: np.ndarray) -> list[tuple[str, list[float], float | None]]:
         mapping = ResizeMapping.for_processor(processor, *image.shape[:2])
