@@ -12,11 +12,15 @@ Still frames without sides (the EgoHands frames, ``frames_dir``; ``pipelines.han
 clips with ``hand`` boxes, split by video (``test_video``, ``val_video``; the rest train, ``train_fraction`` of
 them in a seeded order, so 25 % of the frames are inside 50 %); with no ``test_video`` every frame trains and
 ``val_video`` only says when to stop (its frames are trained on too). ``augment`` flips and crops the
-training frames, boxes moved with them (``datamodules.hands_augment``).
+training frames, boxes moved with them (``egohorizon.data.frame_augment``).
 
 ``eval_options`` hands the task the training clips' segments (the training-prior baselines' labels)
 and the MediaPipe baseline's boxes on the same sampled frames (``pipelines.hands.detector``), computed
 once per split.
+
+Why one file: it is one LightningDataModule (the TaskDataModule interface over demo clips, real clips
+and still frames, the clip samples it reads, their collation); clips, splits and augmentation come from
+egohorizon.data and egohorizon.pipelines.hands.
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from typing import Any, ClassVar
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
-from datamodules.hands_augment import draw_flip_crop
+from egohorizon.data.frame_augment import draw_flip_crop
 from egohorizon.backbones.collate import KeyedVisionTextCollator
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.setting_bounds import LOADER_BOUNDS, Bound

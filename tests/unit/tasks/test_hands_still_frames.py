@@ -26,7 +26,7 @@ from egohorizon.tasks.hands import HandItem
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))  # datamodules/ lives at the repository root, as train.py sees it
 
-from datamodules.hands_augment import FlipCrop, draw_flip_crop  # noqa: E402
+from egohorizon.data.frame_augment import FlipCrop, draw_flip_crop  # noqa: E402
 
 
 # -- the text item -------------------------------------------------------------------------------------
