@@ -35,6 +35,7 @@ from egohorizon.backbones import Backbone, needs_mm_token_type_ids
 from egohorizon.backbones.collate import IGNORE_INDEX
 from egohorizon.checkpoints import ADAPTER_META_FILE
 from egohorizon.errors import ConfigError
+from egohorizon.llm.shared_prompt import can_share_the_prompt, generate_sharing_the_prompt
 from egohorizon.precision import GENERATION_DTYPES, generation_dtype
 
 log = logging.getLogger(__name__)
@@ -378,7 +379,10 @@ class LoRALanguageModule(L.LightningModule):
         # Seeded per batch and isolated from the training RNG: the same seed gives the same outputs.
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self.generation["seed"] * 1_000_003 + batch_idx)
-            out = model.generate(**inputs, **kwargs)
+            if not vision and can_share_the_prompt(model, per_input, kwargs):
+                out = generate_sharing_the_prompt(model, copies=per_input, **inputs, **kwargs)
+            else:
+                out = model.generate(**inputs, **kwargs)
         texts = self.tokenizer.batch_decode(out[:, prompt_ids.shape[1] :], skip_special_tokens=True)
         return [texts[i * per_input : (i + 1) * per_input] for i in range(prompt_ids.shape[0])]
 
