@@ -65,8 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     import functools
 
     import torch
-
     from bench_generate import LORA, epic_points
+
     from egohorizon.backbones import GGUFBackbone
     from egohorizon.precision import precision_for
     from models.forecast import ForecastModule

@@ -6,14 +6,21 @@ from __future__ import annotations
 
 import functools
 
+import pytest
 import torch
+from toy_llama import save_toy_llama
 
 from egohorizon.backbones import HFBackbone
 from models.forecast import ForecastModule
 from models.lora_lm import answer_logits_to_keep, shifted_cross_entropy
-from tests.unit.glue.test_generation_copy import LORA, llama_folder  # noqa: F401  (the toy Llama fixture)
 
 X = -100
+LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory):
+    return save_toy_llama(tmp_path_factory.mktemp("llama"))
 
 
 def test_logits_are_kept_from_the_position_before_the_first_answer_token():
@@ -31,7 +38,7 @@ def test_shifted_cross_entropy_by_hand():
     assert torch.isclose(loss, torch.log(torch.tensor(2.0)))
 
 
-def test_the_answer_only_loss_equals_the_full_logits_loss(llama_folder):  # noqa: F811
+def test_the_answer_only_loss_equals_the_full_logits_loss(llama_folder):
     torch.manual_seed(0)
     module = ForecastModule(HFBackbone(str(llama_folder)), functools.partial(torch.optim.SGD, lr=0.1), lora=LORA)
     module.configure_model()

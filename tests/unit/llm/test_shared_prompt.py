@@ -3,10 +3,16 @@ tokens as ``generate(num_return_sequences=n)``, left padding included, and only 
 
 from __future__ import annotations
 
+import pytest
 import torch
+from toy_llama import save_toy_llama
 
 from egohorizon.llm.shared_prompt import can_share_the_prompt, generate_sharing_the_prompt
-from tests.unit.glue.test_generation_copy import llama_folder  # noqa: F401  (the toy Llama fixture)
+
+
+@pytest.fixture(scope="module")
+def llama_folder(tmp_path_factory):
+    return save_toy_llama(tmp_path_factory.mktemp("llama"))
 
 
 def _model_and_prompts(folder):
@@ -21,7 +27,7 @@ def _model_and_prompts(folder):
     return model, tokenizer, prompts
 
 
-def test_the_same_candidates_as_num_return_sequences(llama_folder):  # noqa: F811
+def test_the_same_candidates_as_num_return_sequences(llama_folder):
     model, tokenizer, prompts = _model_and_prompts(llama_folder)
     options = {"max_new_tokens": 8, "do_sample": True, "temperature": 0.9, "top_k": 0, "top_p": 1.0,
                "pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id}
@@ -33,7 +39,7 @@ def test_the_same_candidates_as_num_return_sequences(llama_folder):  # noqa: F81
         assert torch.equal(plain, shared)
 
 
-def test_only_text_only_samplers_share_the_prompt(llama_folder):  # noqa: F811
+def test_only_text_only_samplers_share_the_prompt(llama_folder):
     model, _, _ = _model_and_prompts(llama_folder)
     assert can_share_the_prompt(model, 3, {"do_sample": True})
     assert not can_share_the_prompt(model, 1, {"do_sample": True})  # one candidate: nothing to share
