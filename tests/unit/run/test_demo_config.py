@@ -13,7 +13,7 @@ from egohorizon.precision import register_resolver
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # Every key the demo may change (docs/real-model.md, "The demo", says why each was chosen).
 DEMO_KEYS = {"task_name", "data.n_context", "data.max_length", "data.max_eval_points",
-             "data.max_test_points_by_k", "model.optimizer.lr", "model.scheduler.num_warmup_steps",
+             "data.max_test_points_by_k", "model.lora.lora_dropout", "model.optimizer.lr", "model.scheduler.num_warmup_steps",
              "model.generation.actions", "trainer.max_steps", "trainer.val_check_interval"}
 
 
