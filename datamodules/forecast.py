@@ -99,6 +99,7 @@ class ForecastDataModule(TaskDataModule):
         max_train_points: int | None = None,
         max_eval_points: int | None = 100,
         max_eval_points_by_k: dict[int, int] | None = None,
+        max_test_points_by_k: dict[int, int] | None = None,
         prompt: str | None = None,
         eval_prompt_candidates: int = 1,
         use_chat_template: bool | None = None,
@@ -120,7 +121,9 @@ class ForecastDataModule(TaskDataModule):
         ``points_file``: a JSONL file of points evaluated instead of any split (eval.py's ``points=``);
         ``max_eval_points_by_k``: ``{K: cap}`` overriding ``max_eval_points`` for that K on val and test
         (K = 1 generation is ~10x cheaper than K = 10 and needs ~3x the points for a paired interval
-        to clear zero: docs/real-model.md, the demo);
+        to clear zero: docs/real-model.md, the demo); ``max_test_points_by_k``: the same on the test
+        split only (the demo validates on equal counts per K, so the pooled objective weighs each K
+        alike, and reports K = 1 on 120 test points);
         ``split_file``: a day split file (``splits.json``, a run's ``split.json``) used instead of one
         drawn from the fractions and seed (eval.py passes the evaluated run's own); with ``points_file``
         only its training days are read, for the habit baselines (``eval_options``);
@@ -140,7 +143,9 @@ class ForecastDataModule(TaskDataModule):
             "min_history_days": min_history_days,
         }
         self.max_train_points, self.max_eval_points = max_train_points, max_eval_points
-        self.eval_caps = {k: (max_eval_points_by_k or {}).get(k, max_eval_points) for k in self.ks}
+        val_caps = {k: (max_eval_points_by_k or {}).get(k, max_eval_points) for k in self.ks}
+        self.eval_caps = {"val": val_caps,
+                          "test": {k: (max_test_points_by_k or {}).get(k, val_caps[k]) for k in self.ks}}
         self.prompt_name, self.eval_prompt_candidates = prompt, eval_prompt_candidates
         self.use_chat_template, self.max_length = use_chat_template, max_length
         self.batch_size, self.eval_batch_size = batch_size, eval_batch_size
@@ -261,12 +266,13 @@ class ForecastDataModule(TaskDataModule):
         points = {"train": built["train"], "val": [], "test": []}
         # One build per distinct cap, over the K it applies to: sampling is seeded per (split, level,
         # K), so a K's points are the same whichever other K are built beside it.
-        for cap in sorted(set(self.eval_caps.values()), key=lambda c: (c is None, c or 0)):
-            ks = tuple(k for k in self.ks if self.eval_caps[k] == cap)
+        caps = {cap for by_k in self.eval_caps.values() for cap in by_k.values()}
+        for cap in sorted(caps, key=lambda c: (c is None, c or 0)):
+            ks = tuple(k for k in self.ks if cap in (self.eval_caps["val"][k], self.eval_caps["test"][k]))
             if cap != self.max_train_points or ks != self.ks:
                 built = build_points(events, split, max_points=cap, **{**common, "ks": ks})
-            points["val"] += built["val"]
-            points["test"] += built["test"]
+            for name in ("val", "test"):
+                points[name] += [p for p in built[name] if self.eval_caps[name][p.k] == cap]
         return points, events, split
 
     def _load_points(self):

@@ -199,6 +199,19 @@ def test_one_training_step_on_images_reaches_the_vision_tower(backbone, images):
     assert not any(".visual." in n and "lora_" not in n for n in probe.grads)  # the base stays frozen
 
 
+def test_the_answer_only_loss_equals_the_full_logits_loss_on_images(backbone, images):
+    """The vocabulary head runs only from the first answer position on; the loss is transformers' own."""
+    module = _module(backbone)
+    batch = _batch(
+        backbone.load_processor(),
+        {"text": QUESTION, "images": [images["kitchen"]], "target": "I stir the bowl"},
+        {"text": QUESTION + " and then?", "images": [images["office"]], "target": "I walk to my desk now"},
+    )
+    full = module(batch["input_ids"], batch["attention_mask"], batch["labels"],
+                  mm_token_type_ids=batch.get("mm_token_type_ids"), **module._vision(batch)).loss
+    assert torch.allclose(module._loss(batch), full, atol=1e-5)
+
+
 def test_lora_vision_off_keeps_the_vision_tower_frozen(backbone):
     module = _module(backbone, lora_vision=False)
     assert not any(".visual." in n for n, p in module.model.named_parameters() if p.requires_grad)

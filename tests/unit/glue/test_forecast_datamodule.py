@@ -71,6 +71,17 @@ def test_a_k_may_have_its_own_eval_cap_and_keeps_the_same_points(events_file):
         assert {p.id for p in plain[split] if p.k == 1} <= {p.id for p in by_k[split] if p.k == 1}
     assert [p.id for p in by_k["train"]] == [p.id for p in plain["train"]]
 
+def test_the_test_split_may_have_its_own_caps(events_file):
+    """max_test_points_by_k (the demo: validation 40 + 40, test 120 K = 1 + 40 K = 10) changes the test
+    split only; validation keeps max_eval_points_by_k's points."""
+    plain = _datamodule(events_file, max_eval_points=3).prepare_points()
+    split_caps = _datamodule(events_file, max_eval_points=3, max_test_points_by_k={1: 6}).prepare_points()
+    assert [p.id for p in split_caps["val"]] == [p.id for p in plain["val"]]
+    assert [p.id for p in split_caps["train"]] == [p.id for p in plain["train"]]
+    test = {k: [p.id for p in split_caps["test"] if p.k == k] for k in (1, 10)}
+    assert len(test[1]) == 6 and test[10] == [p.id for p in plain["test"] if p.k == 10]
+
+
 def test_training_labels_cover_exactly_the_answer_and_eos(prepared):
     batch = next(iter(prepared.train_dataloader()))
     tokenizer = prepared.tokenizer

@@ -7,36 +7,24 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 
 import lightning as L
 import pytest
 import torch
+from toy_llama import ANSWER, save_toy_llama
 
 from egohorizon import precision
 from egohorizon.backbones import HFBackbone
 from egohorizon.backbones.base import TOY_MARKER
-from egohorizon.backbones.tokenizer import train_bpe_tokenizer
 from models.forecast import ForecastModule
 
-ANSWER = json.dumps({"candidates": [["open the fridge", "pour the milk"]]})
 LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
 
 
 @pytest.fixture(scope="module")
 def llama_folder(tmp_path_factory):
     """A toy-size Llama (one block) with a BPE tokenizer, saved as any local checkpoint is."""
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    folder = tmp_path_factory.mktemp("llama")
-    tokenizer = train_bpe_tokenizer([f"history {i}: {ANSWER}" for i in range(30)], vocab_size=300)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=256,
-                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id)
-    torch.manual_seed(0)
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return save_toy_llama(tmp_path_factory.mktemp("llama"))
 
 
 def forecaster(folder, dtype: str = "bfloat16", seed: int = 0) -> ForecastModule:

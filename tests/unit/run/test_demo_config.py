@@ -13,8 +13,8 @@ from egohorizon.run.resolvers import register_resolvers
 REPO_ROOT = Path(__file__).resolve().parents[3]
 # Every key the demo may change (docs/real-model.md, "The demo", says why each was chosen).
 DEMO_KEYS = {"task_name", "data.n_context", "data.max_length", "data.max_eval_points",
-             "data.max_eval_points_by_k", "model.generation.actions", "trainer.max_steps",
-             "trainer.val_check_interval"}
+             "data.max_test_points_by_k", "model.lora.lora_dropout", "model.optimizer.lr", "model.scheduler.num_warmup_steps",
+             "model.generation.actions", "trainer.max_steps", "trainer.val_check_interval"}
 
 
 def _resolved(experiment: str, tmp_path: Path) -> dict:
@@ -42,5 +42,13 @@ def test_the_demo_experiment_resolves_as_a_small_diff_of_the_full_run(tmp_path):
     assert changed <= DEMO_KEYS, changed - DEMO_KEYS
     assert demo["backbone._target_"] == "egohorizon.backbones.GGUFBackbone"  # the real SmolLM2, not the toy
     assert demo["data.convert_from.root"] is None and demo["data.split_strategy"] == "official"
-    assert demo["objective"] == "val/forecast_S_norm" and demo["data.max_eval_points_by_k"] == {1: 120}
+    assert demo["objective"] == "val/forecast_S_norm" and demo["data.max_test_points_by_k"] == {1: 120}
 
+
+
+def test_make_demo_runs_the_real_demo():
+    """`make demo` is the real one (issue 37): scripts/demo.sh, which trains experiment=demo_epic_smollm2."""
+    makefile = (REPO_ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ndemo:", 1)[1].split("\n\n", 1)[0]
+    assert "scripts/demo.sh" in recipe and "forecast_l3" not in recipe
+    assert "experiment=demo_epic_smollm2" in (REPO_ROOT / "scripts" / "demo.sh").read_text()
