@@ -32,10 +32,10 @@ import lightning as L
 import torch
 
 from egohorizon.backbones import Backbone, needs_mm_token_type_ids
-from egohorizon.backbones.collate import IGNORE_INDEX
+from egohorizon.backbones.answer_loss import answer_logits_to_keep, shifted_cross_entropy
 from egohorizon.checkpoints import ADAPTER_META_FILE
 from egohorizon.errors import ConfigError
-from egohorizon.llm.shared_prompt import can_share_the_prompt, generate_sharing_the_prompt
+from egohorizon.llm.shared_prompt import generate_candidates
 from egohorizon.precision import GENERATION_DTYPES, generation_dtype
 
 log = logging.getLogger(__name__)
@@ -170,10 +170,7 @@ class LoRALanguageModule(L.LightningModule):
         return self.model(**self._inputs(input_ids, attention_mask, **vision), labels=labels, **extra)
 
     def _loss(self, batch: dict[str, Any]) -> torch.Tensor:
-        """The mean cross-entropy over the answer tokens (labels not -100), as transformers computes it,
-        but with the vocabulary head applied only from the batch's first answer position on: the head
-        (49,152 x 576 for SmolLM2) on every prompt token was about a quarter of a LoRA step's time on
-        a CPU (scripts/bench_demo.py), for logits the loss never reads."""
+        """transformers' loss over the answer tokens, the head run only where it is read (answer_loss)."""
         labels = batch["labels"]
         keep = answer_logits_to_keep(labels)
         logits = self(
@@ -379,33 +376,9 @@ class LoRALanguageModule(L.LightningModule):
         # Seeded per batch and isolated from the training RNG: the same seed gives the same outputs.
         with torch.random.fork_rng(devices=devices):
             torch.manual_seed(self.generation["seed"] * 1_000_003 + batch_idx)
-            if not vision and can_share_the_prompt(model, per_input, kwargs):
-                out = generate_sharing_the_prompt(model, copies=per_input, **inputs, **kwargs)
-            else:
-                out = model.generate(**inputs, **kwargs)
+            out = generate_candidates(model, per_input, with_images=bool(vision), **inputs, **kwargs)
         texts = self.tokenizer.batch_decode(out[:, prompt_ids.shape[1] :], skip_special_tokens=True)
         return [texts[i * per_input : (i + 1) * per_input] for i in range(prompt_ids.shape[0])]
-
-
-def answer_logits_to_keep(labels: torch.Tensor) -> int:
-    """How many trailing positions of a right-padded batch need logits: from the one before the
-    batch's first answer token (its logit predicts that token) to the end. The whole length when no
-    row has an answer (the loss is then undefined, as transformers' own)."""
-    answer = (labels != IGNORE_INDEX).any(dim=0).nonzero()
-    if answer.numel() == 0:
-        return labels.shape[1]
-    return labels.shape[1] - max(int(answer[0]) - 1, 0)
-
-
-def shifted_cross_entropy(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
-    """Next-token cross-entropy of ``logits`` over ``labels`` aligned with them (position i's logit
-    predicts label i + 1), averaged over the labels that are not -100, in float32: transformers'
-    ``ForCausalLMLoss`` for a batch without ``num_items_in_batch``."""
-    import torch.nn.functional as F
-
-    predicted = logits[:, :-1, :].float()
-    return F.cross_entropy(predicted.reshape(-1, predicted.shape[-1]), labels[:, 1:].reshape(-1),
-                           ignore_index=IGNORE_INDEX)
 
 
 def build_scheduler(factory, optimizer, total_steps: float):

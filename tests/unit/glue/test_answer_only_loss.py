@@ -11,8 +11,8 @@ import torch
 from toy_llama import save_toy_llama
 
 from egohorizon.backbones import HFBackbone
+from egohorizon.backbones.answer_loss import answer_logits_to_keep, shifted_cross_entropy
 from models.forecast import ForecastModule
-from models.lora_lm import answer_logits_to_keep, shifted_cross_entropy
 
 X = -100
 LORA = {"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]}
