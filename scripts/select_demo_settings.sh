@@ -9,7 +9,7 @@
 #   A        batch 16, 4 epochs (500 steps), sampling at T = 1.0; decoded again at T = 0.7, T = 0.5, beam
 #   E2       batch 16, 2 epochs, T = 0.7
 # Every candidate spells out its settings, so the script means the same whatever the defaults are
-# (its choice, A decoded with beam search, is now the default of make demo).
+# (its choice, A decoded with beam search, is now the default of the toy demo, experiment=forecast_l3).
 # Each is scored on the validation days (100 points per K, L3, K = 1 and 10); the table is printed and
 # written to OUT/selection.md. Then the winner by validation S_norm at K = 1 (the objective
 # val/forecast_S_norm_L3_K1; K = 10 breaks ties) is scored once on the test days.

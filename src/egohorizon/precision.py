@@ -4,7 +4,7 @@ Measured on the real SmolLM2-135M through train.py (scripts/bench_train_cpu.py, 
 CPU that computes bfloat16 natively (avx512_bf16 or AMX), bf16 autocast (``bf16-mixed``) trains about 1.6-2.2x
 faster than float32 and reaches the same validation loss. Where bfloat16 is emulated it is slower, so such
 a CPU keeps ``32-true``. Other accelerators get ``bf16-true``, as trainer/gpu.yaml does. The toy backbone's
-runs (make demo, the tests) keep trainer/cpu.yaml's ``32-true``: only the real-model experiments use this.
+runs (the toy demo world, the tests) keep trainer/cpu.yaml's ``32-true``: only the real-model experiments use this.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The demo check (slow): `python train.py experiment=forecast_l3`, exactly as `make demo` runs it, trains
+"""The demo check (slow): `python train.py experiment=forecast_l3` (the toy demo world, which `make demo` ran before issue 37), trains
 the tiny forecaster on the demo world and beats repeat-last at K = 1 on held-out test days."""
 
 from __future__ import annotations

@@ -85,6 +85,12 @@ class ActionCountLogitsProcessor:
         self.token_texts = list(token_texts)
         self.eos_id, self.ks, self.prompt_length = eos_id, list(ks), prompt_length
         self.closing_ids = [i for i, text in enumerate(self.token_texts) if "]" in text]
+        # Each row's state after the tokens seen so far, and whether it has ended (EOS), fed only the new
+        # tokens at each step; and the refused ids of each (state, K) met, worked out once: a K = 10 batch
+        # of 48 rows rescanned every reply and every closing token at each step before.
+        self._rows: list[tuple[ListState | None, bool]] = []
+        self._seen = prompt_length
+        self._refused: dict[tuple[ListState, int], list[int]] = {}
 
     def banned(self, k: int, ids: Sequence[int]) -> list[int]:
         """The token ids refused after the reply ``ids`` (empty once it has ended or left the form)."""
@@ -99,13 +105,35 @@ class ActionCountLogitsProcessor:
             banned.append(self.eos_id)
         return banned
 
+    def _refused_after(self, state: ListState, k: int) -> list[int]:
+        key = (state, k)
+        if key not in self._refused:
+            refused = [i for i in self.closing_ids if state.feed(self.token_texts[i], k) is None]
+            self._refused[key] = refused if state.may_end else [*refused, self.eos_id]
+        return self._refused[key]
+
     def __call__(self, input_ids, scores):
+        """What ``banned`` says for each row's reply so far (same ids), from the row's kept state."""
         rows = input_ids.shape[0]
+        if not self._rows:
+            self._rows = [(ListState(), False)] * rows
         per_input = rows // max(1, len(self.ks))
-        for row in range(rows):
-            banned = [i for i in self.banned(self.ks[row // per_input], input_ids[row, self.prompt_length:].tolist())
-                      if i < scores.shape[-1]]  # the tokenizer may know more ids than the model scores
-            if banned:
+        new = input_ids[:, self._seen:].tolist()
+        self._seen = input_ids.shape[1]
+        for row, ids in enumerate(new):
+            k = self.ks[row // per_input]
+            state, ended = self._rows[row]
+            for i in ids:
+                if ended or state is None:
+                    break
+                ended = i == self.eos_id
+                if not ended:
+                    state = state.feed(self.token_texts[i] if i < len(self.token_texts) else "", k)
+            self._rows[row] = (state, ended)
+            if ended or state is None:  # a reply that ended, or left the form, is not constrained
+                continue
+            banned = [i for i in self._refused_after(state, k) if i < scores.shape[-1]]  # the tokenizer may
+            if banned:  # know more ids than the model scores
                 scores[row, banned] = float("-inf")
         return scores
 

@@ -143,3 +143,21 @@ def test_the_task_refuses_an_unknown_setting_and_cutting_without_the_point():
     generation = {"mode": "sequences", "num_candidates": 3}
     assert ForecastTask.from_generation(generation).actions == "as_written"  # checkpoints from before
     assert ForecastTask.from_generation({**generation, "actions": "exactly_k"}).actions == "exactly_k"
+
+
+def test_the_kept_row_states_refuse_what_a_rescan_of_each_reply_refuses(tokenizer):
+    """The processor feeds each row only its new tokens; at every step it refuses exactly what
+    ``banned`` (a scan of the whole reply) refuses, through an early close, a K reached and an EOS."""
+    replies = ['{"candidates": [["open the fridge", "pour the milk"]]}',
+               '{"candidates": [["open the fridge"]]}',
+               '{"candidates": [["a \\\\" quote", "b"], ["c"]]}']
+    ids = [tokenizer(r, add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id, tokenizer.pad_token_id]
+           for r in replies]
+    width = max(map(len, ids))
+    rows = torch.tensor([i + [tokenizer.pad_token_id] * (width - len(i)) for i in ids])
+    processor = action_count_processor(tokenizer, [2, 1, 2], prompt_length=0)
+    for step in range(1, width + 1):
+        scores = processor(rows[:, :step], torch.zeros(3, len(tokenizer)))
+        for row in range(3):
+            expected = set(processor.banned([2, 1, 2][row], rows[row, :step].tolist()))
+            assert set(torch.nonzero(scores[row] == float("-inf")).flatten().tolist()) == expected, (row, step)
