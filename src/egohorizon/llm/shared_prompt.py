@@ -29,7 +29,9 @@ def can_share_the_prompt(model, copies: int, options: dict[str, Any]) -> bool:
         return False
     if getattr(model.config, "is_encoder_decoder", False):
         return False
-    return "pixel_values" not in inspect.signature(model.forward).parameters
+    # A peft wrapper's forward takes **kwargs: ask the model it wraps.
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return "pixel_values" not in inspect.signature(base.forward).parameters
 
 
 @torch.no_grad()

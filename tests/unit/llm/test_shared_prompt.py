@@ -53,3 +53,32 @@ def test_only_text_only_samplers_share_the_prompt(llama_folder):
             return None
 
     assert not can_share_the_prompt(WithImages(), 3, {})  # a VLM builds its image positions in generate
+
+    class Wrapped(torch.nn.Module):  # as peft wraps a model: forward(*args, **kwargs)
+        config = model.config
+
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def get_base_model(self):
+            return self.inner
+
+        def forward(self, *args, **kwargs):
+            return None
+
+    assert not can_share_the_prompt(Wrapped(WithImages()), 3, {})
+    assert can_share_the_prompt(Wrapped(model), 3, {})
+
+
+def test_a_lora_wrapped_text_model_gives_the_same_candidates(llama_folder):
+    from peft import LoraConfig, get_peft_model
+
+    model, tokenizer, prompts = _model_and_prompts(llama_folder)
+    wrapped = get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", r=2, target_modules=["q_proj"])).eval()
+    options = {"max_new_tokens": 6, "do_sample": True, "temperature": 0.9, "top_k": 0, "top_p": 1.0,
+               "pad_token_id": tokenizer.pad_token_id, "eos_token_id": tokenizer.eos_token_id}
+    torch.manual_seed(0)
+    plain = wrapped.generate(**prompts, num_return_sequences=2, **options)
+    torch.manual_seed(0)
+    assert torch.equal(plain, generate_sharing_the_prompt(wrapped, copies=2, **prompts, **options))
