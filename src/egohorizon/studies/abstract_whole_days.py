@@ -14,6 +14,7 @@ adjacent-level compression. Prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections import defaultdict
 
 from egohorizon.metrics import abstraction as M
@@ -77,11 +78,12 @@ def main() -> None:
         counts_b[e.level] += 1
     for e in gold:
         counts_g[e.level] += 1
-    print(f"{len(days)} days, {len(runs)} sessions, {counts_g[1]} L1 events; boundaries within "
-          f"{args.tolerance} L1 event, session starts not counted\n")
-    print("| level | built F1 | fixed chunks F1 (size) | verb change F1 | built L1/Lk | gold L1/Lk | "
-          "built compression | gold compression |")
-    print("|---|---|---|---|---|---|---|---|")
+    # The table is the study's output (stdout, written once at the end), not a log.
+    lines = [(f"{len(days)} days, {len(runs)} sessions, {counts_g[1]} L1 events; boundaries within "
+              f"{args.tolerance} L1 event, session starts not counted\n"),
+             ("| level | built F1 | fixed chunks F1 (size) | verb change F1 | built L1/Lk | gold L1/Lk | "
+              "built compression | gold compression |"),
+             "|---|---|---|---|---|---|---|---|"]
     for level in range(2, 6):
         size = train_counts[1] / train_counts[level]
         sums = {name: [0, 0, 0] for name in ("built", "fixed", "verb")}
@@ -97,9 +99,10 @@ def main() -> None:
                 row[0], row[1], row[2] = row[0] + matched, row[1] + len(predicted), row[2] + len(gold_b)
         f1 = {name: M.prf(*row)["f1"] for name, row in sums.items()}
         verb = f"{f1['verb']:.3f}" if level == 2 else "-"
-        print(f"| L{level} | {f1['built']:.3f} | {f1['fixed']:.3f} ({round(size)}) | {verb} | "
-              f"{counts_b[1] / counts_b[level]:.2f} | {counts_g[1] / counts_g[level]:.2f} | "
-              f"{counts_b[level - 1] / counts_b[level]:.2f} | {counts_g[level - 1] / counts_g[level]:.2f} |")
+        lines.append(f"| L{level} | {f1['built']:.3f} | {f1['fixed']:.3f} ({round(size)}) | {verb} | "
+                     f"{counts_b[1] / counts_b[level]:.2f} | {counts_g[1] / counts_g[level]:.2f} | "
+                     f"{counts_b[level - 1] / counts_b[level]:.2f} | {counts_g[level - 1] / counts_g[level]:.2f} |")
+    sys.stdout.write("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":
