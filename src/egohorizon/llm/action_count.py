@@ -85,11 +85,12 @@ class ActionCountLogitsProcessor:
         self.token_texts = list(token_texts)
         self.eos_id, self.ks, self.prompt_length = eos_id, list(ks), prompt_length
         self.closing_ids = [i for i, text in enumerate(self.token_texts) if "]" in text]
-        # Each row's state after the tokens seen so far, and whether it has ended (EOS), fed only the new
-        # tokens at each step; and the refused ids of each (state, K) met, worked out once: a K = 10 batch
+        # The state after each reply seen at the last step, and whether it has ended (EOS), keyed by
+        # (input, generated ids): a row is fed only its newest token, from its parent's state. Keyed by the
+        # reply, not by the row, because beam search reorders rows between steps (row i may continue
+        # what row j held). And the refused ids of each (state, K) met, worked out once: a K = 10 batch
         # of 48 rows rescanned every reply and every closing token at each step before.
-        self._rows: list[tuple[ListState | None, bool]] = []
-        self._seen = prompt_length
+        self._states = PrefixStates(self._feed, (ListState(), False))
         self._refused: dict[tuple[ListState, int], list[int]] = {}
 
     def banned(self, k: int, ids: Sequence[int]) -> list[int]:
@@ -112,30 +113,63 @@ class ActionCountLogitsProcessor:
             self._refused[key] = refused if state.may_end else [*refused, self.eos_id]
         return self._refused[key]
 
+    def _feed(self, kept: tuple[ListState | None, bool], token: int, k: int) -> tuple[ListState | None, bool]:
+        state, ended = kept
+        if ended or state is None:  # a reply that ended, or left the form, stays so
+            return kept
+        if token == self.eos_id:
+            return state, True
+        return state.feed(self.token_texts[token] if token < len(self.token_texts) else "", k), False
+
     def __call__(self, input_ids, scores):
-        """What ``banned`` says for each row's reply so far (same ids), from the row's kept state."""
+        """What ``banned`` says for each row's reply so far (same ids), from its parent reply's state."""
         rows = input_ids.shape[0]
-        if not self._rows:
-            self._rows = [(ListState(), False)] * rows
         per_input = rows // max(1, len(self.ks))
-        new = input_ids[:, self._seen:].tolist()
-        self._seen = input_ids.shape[1]
-        for row, ids in enumerate(new):
-            k = self.ks[row // per_input]
-            state, ended = self._rows[row]
-            for i in ids:
-                if ended or state is None:
-                    break
-                ended = i == self.eos_id
-                if not ended:
-                    state = state.feed(self.token_texts[i] if i < len(self.token_texts) else "", k)
-            self._rows[row] = (state, ended)
+        kept = self._states.step(input_ids[:, self.prompt_length:].tolist(), [self.ks[r // per_input] for r in range(rows)],
+                                 [r // per_input for r in range(rows)])
+        for row, (state, ended) in enumerate(kept):
             if ended or state is None:  # a reply that ended, or left the form, is not constrained
                 continue
-            banned = [i for i in self._refused_after(state, k) if i < scores.shape[-1]]  # the tokenizer may
-            if banned:  # know more ids than the model scores
+            banned = [i for i in self._refused_after(state, self.ks[row // per_input]) if i < scores.shape[-1]]
+            if banned:  # (the tokenizer may know more ids than the model scores)
                 scores[row, banned] = float("-inf")
         return scores
+
+
+class PrefixStates:
+    """Per-row scan states of replies that grow a token a step, kept between steps by reply.
+
+    ``step(replies, ks, inputs)`` gives each reply's state: the state of the same reply at the last step
+    (a row may be asked twice), or its parent's (the reply less its newest token) fed that token, or,
+    for a reply whose parent was not seen (the first step, a skipped call), a scan from ``start``.
+    Only the latest step's states are kept. ``feed(state, token, k)`` must not mutate ``state``.
+    Hand-written: transformers' processors get the rows, not which beam a row continues.
+    """
+
+    def __init__(self, feed, start) -> None:
+        self.feed, self.start = feed, start
+        self._last: dict[tuple[int, tuple[int, ...]], object] = {}
+
+    def step(self, replies: Sequence[Sequence[int]], ks: Sequence[int], inputs: Sequence[int]) -> list:
+        now: dict[tuple[int, tuple[int, ...]], object] = {}
+        for reply, k, source in zip(replies, ks, inputs):
+            key = (source, tuple(reply))
+            if key not in now:
+                now[key] = self._state_of(key, k)
+        self._last = now
+        return [now[(source, tuple(reply))] for reply, source in zip(replies, inputs)]
+
+    def _state_of(self, key: tuple[int, tuple[int, ...]], k: int):
+        source, reply = key
+        if key in self._last:
+            return self._last[key]
+        parent = (source, reply[:-1])
+        if reply and parent in self._last:
+            return self.feed(self._last[parent], reply[-1], k)
+        state = self.start
+        for token in reply:
+            state = self.feed(state, token, k)
+        return state
 
 
 def action_count_processor(tokenizer, ks: Sequence[int], prompt_length: int) -> ActionCountLogitsProcessor:
@@ -189,26 +223,25 @@ class ActionCountStoppingCriteria:
     """A transformers stopping criterion (per row): a candidate stops once its list holds K finished
     actions (``ks[i]`` for input ``i``; ``lists`` lists per reply: 1 when each reply is one candidate).
     The reply then ends inside its open list (``…, "action K"``); the forecast task closes it before
-    parsing. Each row's tokens are scanned once, as they come (``token_texts``: each id's text)."""
+    parsing. Each reply's tokens are scanned once, as they come (``token_texts``: each id's text), kept
+    by reply as the logits processor keeps them (beam search reorders rows)."""
 
     def __init__(self, token_texts: Sequence[str], ks: Sequence[int], prompt_length: int, lists: int = 1) -> None:
         self.token_texts, self.ks = token_texts, list(ks)
         self.prompt_length, self.lists = prompt_length, lists
-        self._rows: list[ListProgress] = []
-        self._seen = prompt_length
+        self._states = PrefixStates(self._feed, ListProgress())
+
+    def _feed(self, progress: ListProgress, token: int, k: int) -> ListProgress:
+        grown = replace(progress)  # a copy: the parent's progress may be the state of another row too
+        grown.feed(self.token_texts[token] if token < len(self.token_texts) else "")
+        return grown
 
     def __call__(self, input_ids, scores, **kwargs):
         import torch
 
         rows = input_ids.shape[0]
-        if not self._rows:
-            self._rows = [ListProgress() for _ in range(rows)]
         per_input = rows // max(1, len(self.ks))
-        new = input_ids[:, self._seen:].tolist()
-        self._seen = input_ids.shape[1]
-        done = []
-        for row, (progress, ids) in enumerate(zip(self._rows, new)):
-            for i in ids:
-                progress.feed(self.token_texts[i] if i < len(self.token_texts) else "")
-            done.append(progress.done(self.ks[row // per_input], self.lists))
+        ks = [self.ks[r // per_input] for r in range(rows)]
+        kept = self._states.step(input_ids[:, self.prompt_length:].tolist(), ks, [r // per_input for r in range(rows)])
+        done = [progress.done(k, self.lists) for progress, k in zip(kept, ks)]
         return torch.tensor(done, dtype=torch.bool, device=input_ids.device)

@@ -161,3 +161,28 @@ def test_the_kept_row_states_refuse_what_a_rescan_of_each_reply_refuses(tokenize
         for row in range(3):
             expected = set(processor.banned([2, 1, 2][row], rows[row, :step].tolist()))
             assert set(torch.nonzero(scores[row] == float("-inf")).flatten().tolist()) == expected, (row, step)
+
+
+def beam_rows(tokenizer, replies: list[str]) -> list[list[list[int]]]:
+    """Rows of one input's two beams at each step, as beam search hands them to a processor: until the
+    middle the rows hold replies 0 and 1; from then on row 0 continues reply 1 and row 1 reply 0 (the
+    beams reordered), and at the last step both rows continue reply 0 (one beam forked into two)."""
+    a, b = (tokenizer(r, add_special_tokens=False)["input_ids"] for r in replies)
+    width = min(len(a), len(b))
+    steps = [[a[:s], b[:s]] for s in range(1, width // 2)]
+    steps += [[b[:s], a[:s]] for s in range(width // 2, width)]
+    return steps + [[a[:width], a[:width - 1] + [b[width - 1]]]]
+
+
+def test_rows_that_beam_search_reorders_are_refused_what_their_own_reply_refuses(tokenizer):
+    """Beam search reorders rows between steps: each row is judged by the reply it now holds, not by what
+    the same row held before (a state kept by row index would judge row 0 by reply 0's past)."""
+    replies = ['{"candidates": [["open the fridge", "pour the milk", "close the fridge"]]}',
+               '{"candidates": [["take out the milk"]], "x": ["drink the coffee", "close the fridge"]}']
+    processor = action_count_processor(tokenizer, [2], prompt_length=1)
+    for rows in beam_rows(tokenizer, replies):
+        ids = torch.tensor([[tokenizer.pad_token_id] + row for row in rows])
+        scores = processor(ids, torch.zeros(2, len(tokenizer)))
+        for row, reply in enumerate(rows):
+            expected = set(processor.banned(2, reply))
+            assert set(torch.nonzero(scores[row] == float("-inf")).flatten().tolist()) == expected, (row, rows)

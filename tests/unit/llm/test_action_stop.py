@@ -94,3 +94,17 @@ def test_the_task_reads_a_stopped_reply_as_its_k_actions(actions, parsed):
     assert task.parse([reply], SimpleNamespace(k=2)) == parsed
     assert ForecastTask(num_candidates=1, actions=actions).parse(['{"candidates": [["open'],
                                                                  SimpleNamespace(k=2)) is None
+
+
+def test_rows_that_beam_search_reorders_stop_by_their_own_reply(tokenizer):
+    """After beam search swaps two rows, each stops by the reply it holds now (kept by reply, not row)."""
+    one = tokenizer('{"candidates": [["open the fridge", "take out the milk", "pour the milk"',
+                    add_special_tokens=False)["input_ids"]
+    other = tokenizer('{"candidates": [["close the fridge" and then more words to write here',
+                      add_special_tokens=False)["input_ids"]
+    width = min(len(one), len(other))
+    criterion = ActionCountStoppingCriteria(token_texts(tokenizer), ks=[2], prompt_length=0)
+    for step in range(1, width + 1):
+        rows = [one[:step], other[:step]] if step < width // 2 else [other[:step], one[:step]]
+        done = criterion(torch.tensor(rows), None).tolist()
+        assert done == [progress(tokenizer.decode(r)).done(2, 1) for r in rows], step
