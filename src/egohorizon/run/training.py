@@ -116,7 +116,13 @@ def write_outputs(
 
 def summarise(cfg: DictConfig, model, evaluation, outputs: dict[str, Any]) -> tuple[list, str]:
     """The summary rows and table of the run's task (``eval_task``: an egohorizon.tasks entry); a task
-    without generation metrics yet gets its held-out losses."""
+    without generation metrics yet gets its held-out losses; a run told not to test says so."""
+    if not cfg.get("test_after_fit", True):
+        return [], (
+            f"Not tested (test_after_fit=false): `python eval.py ckpt={outputs['run_dir']}` scores the run's "
+            f"held-out test days.\nCheckpoint chosen on validation: {outputs['objective']['name']} = "
+            f"{_fmt(outputs['objective']['value'])}"
+        )
     name = cfg.get("eval_task")
     if name:
         from egohorizon.tasks import task_class
