@@ -16,7 +16,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from egohorizon.errors import ConfigError
-from egohorizon.schema.forecast_groups import MIN_K
+from egohorizon.schema.forecast_groups import KS_BOUND
 from egohorizon.setting_bounds import NO_LIMIT, UNSET, Bound, kind_of
 
 _ABSENT = object()
@@ -49,7 +49,7 @@ BOUNDS = (
     Bound("llm.temperature", integer=False, low=0),
     Bound("sweep.n_context", low=1, each=True),
     Bound("sweep.levels", low=1, high=5, each=True),
-    Bound("sweep.ks", low=MIN_K, each=True),
+    replace(KS_BOUND, key="sweep.ks"),  # the one K rule (schema/forecast_groups)
     Bound("sweep.n_boot", low=1),
 )
 

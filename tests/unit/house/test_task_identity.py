@@ -1,16 +1,19 @@
 """Issue 39 §3: a task's identity is said once. The forecast group key ``L<level>_K<k>`` is spelled only by
-``schema.forecast_groups.metric_key``; the data bounds are each datamodule's own (config_checks keeps no
-``data.*`` list), and every bound names a setting its datamodule takes."""
+``schema.forecast_groups.metric_key``; K is held to one rule, ``schema.forecast_groups.KS_BOUND``, at every
+door (``data.ks``, ``sweep.ks``, ``build_points``); the data bounds are each datamodule's own (config_checks
+keeps no ``data.*`` list), and every bound names a setting its datamodule takes."""
 
 from __future__ import annotations
 
 import importlib
 import inspect
 import re
+from dataclasses import replace
 
 from conftest import REPO_ROOT
 
 from egohorizon.run.config_checks import BOUNDS
+from egohorizon.schema.forecast_groups import KS_BOUND
 
 # An f-string or a YAML interpolation that builds the key: L{...}_K{...} or L${...}_K${...}.
 KEY_SPELLING = re.compile(r"L\$?\{[^}]*\}_K\$?\{")
@@ -35,6 +38,24 @@ def test_a_second_spelling_is_named(tmp_path):
     (tmp_path / "src" / "a.py").write_text('key = f"L{level}_K{k}"\n')
     (tmp_path / "conf" / "b.yaml").write_text("objective: val/x_L${data.levels[0]}_K${data.ks[0]}\n")
     assert key_spellings(tmp_path) == ["src/a.py:1", "conf/b.yaml:1"]
+
+
+def datamodule_classes():
+    from datamodules.base import TaskDataModule
+
+    for stem in DATAMODULES:
+        module = importlib.import_module(f"datamodules.{stem}")
+        for klass in vars(module).values():
+            if inspect.isclass(klass) and issubclass(klass, TaskDataModule) and klass.__module__ == module.__name__:
+                yield klass
+
+
+def test_every_k_bound_is_the_one_k_rule():
+    """A bound on a list of K (``ks``) anywhere is KS_BOUND under its own key, not a restatement of it."""
+    bounds = [*BOUNDS, *(bound for klass in datamodule_classes() for bound in getattr(klass, "SETTING_BOUNDS", ()))]
+    k_bounds = [bound for bound in bounds if bound.key.split(".")[-1] == "ks"]
+    assert {bound.key for bound in k_bounds} == {"sweep.ks", "ks"}
+    assert [b.key for b in k_bounds if b != replace(KS_BOUND, key=b.key)] == []
 
 
 def test_no_central_list_of_data_bounds():
