@@ -1,6 +1,6 @@
 """Issue 39 §2: only the middle (``egohorizon.run``) reads a DictConfig or instantiates from one; the
 floors below take plain arguments. Checked by the imports of omegaconf and hydra outside run/ (lazy ones
-too). One stands, for the reason below; a new one fails here. A backbone config name used as a local
+too): none stands; a new one fails here. A backbone config name used as a local
 model (``--model smollm2_135m``) is read in ``run/named_backbones``, which eval.py and the command hand to
 ``llm.local_model`` as a resolver."""
 
@@ -10,11 +10,9 @@ import ast
 
 from conftest import REPO_ROOT
 
-# file (under src/egohorizon) -> why it may import omegaconf/hydra
-ALLOWED = {
-    # registers the ${precision_for:...} resolver, which every config that names it needs; reads no config
-    "precision.py": "registers a resolver",
-}
+# file (under src/egohorizon) -> why it may import omegaconf/hydra: none (the ${precision_for:...} resolver is
+# registered by run/resolvers.py, a backbone config name read by run/named_backbones.py)
+ALLOWED: dict[str, str] = {}
 
 
 def config_readers() -> dict[str, list[str]]:
