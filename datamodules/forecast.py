@@ -31,7 +31,7 @@ from torch.utils.data import BatchSampler, DataLoader, Dataset, RandomSampler, S
 from datamodules.base import EvalSetup, TaskDataModule, load_events
 from egohorizon.errors import ConfigError
 from egohorizon.schema import LEVELS, Event, ForecastPoint, load_jsonl, write_jsonl
-from egohorizon.schema.forecast_groups import MIN_K
+from egohorizon.schema.forecast_groups import KS_BOUND
 from egohorizon.setting_bounds import LOADER_BOUNDS, SPLIT_BOUNDS, UNSET, Bound
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class ForecastDataModule(TaskDataModule):
         *SPLIT_BOUNDS,
         Bound("bucket_factor", low=1),
         Bound("levels", low=LEVELS[0], high=LEVELS[-1], each=True),
-        Bound("ks", low=MIN_K, each=True),
+        KS_BOUND,  # the one K rule (schema/forecast_groups)
     )
 
     @classmethod

@@ -53,9 +53,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def backbone_by_name(name: str) -> tuple[str, str] | None:
+    """``--model smollm2_135m`` (qa answer, serve, bench, abstract, a judge): the middle reads the backbone
+    config (issue 39 §2); imported only when a local model's name is looked up, so commands start fast."""
+    from egohorizon.run.named_backbones import backbone_by_name as by_name
+
+    return by_name(name)
+
+
 def main(argv: list[str] | None = None) -> int:
+    from egohorizon.llm.local_model import use_model_names
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    use_model_names(backbone_by_name)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(levelname)s %(name)s: %(message)s")
     failed = True

@@ -5,11 +5,10 @@ CPU that computes bfloat16 natively (avx512_bf16 or AMX), bf16 autocast (``bf16-
 faster than float32 and reaches the same validation loss. Where bfloat16 is emulated it is slower, so such
 a CPU keeps ``32-true``. Other accelerators get ``bf16-true``, as trainer/gpu.yaml does. The toy backbone's
 runs (the toy demo world, the tests) keep trainer/cpu.yaml's ``32-true``: only the real-model experiments use this.
+The resolver is registered by the middle (run/resolvers.py), the one reader of configs.
 """
 
 from __future__ import annotations
-
-RESOLVER = "precision_for"
 
 
 def native_bf16_cpu() -> bool:
@@ -28,14 +27,6 @@ def precision_for(accelerator: str) -> str:
     if str(accelerator) == "cpu":
         return "bf16-mixed" if native_bf16_cpu() else "32-true"
     return "bf16-true"
-
-
-def register_resolver() -> None:
-    """Make ``${precision_for:...}`` known to OmegaConf (idempotent)."""
-    from omegaconf import OmegaConf
-
-    if not OmegaConf.has_resolver(RESOLVER):
-        OmegaConf.register_new_resolver(RESOLVER, precision_for)
 
 
 # The weights' dtype for generation (evaluation passes, serve, bench, the offline jobs). Decoding is

@@ -1,7 +1,8 @@
 """``egohorizon qa generate --world data/demo --out qa.jsonl``: the demo world's month-scale QA items
 (14 EgoMonth task types, held-out-day splits, leakage-checked); ``qa answer``: the in-context baseline
 that answers from the memory's text alone through an LLM backend (local or OpenAI-compatible);
-``qa serve``: ``egohorizon serve`` (a loopback OpenAI-compatible server in front of a local model). docs/qa.md."""
+``qa serve``: ``egohorizon serve`` (a loopback OpenAI-compatible server in front of a local model). docs/qa.md.
+The work of ``qa answer`` is ``egohorizon.bench.qa_answer``; this module parses, calls it and prints."""
 
 from __future__ import annotations
 
@@ -134,114 +135,17 @@ def run_generate(args: argparse.Namespace) -> int:
 
 
 def run_answer(args: argparse.Namespace) -> int:
-    import json
-    from collections import Counter
-    from pathlib import Path
+    from egohorizon.bench.qa_answer import QAAnswerSettings, answer_items
 
-    from egohorizon.errors import ConfigError
-    from egohorizon.llm import make_backend
-    from egohorizon.metrics.qa import answer_prior
-    from egohorizon.prompts import load_prompt
-    from egohorizon.prompts.qa import QA_PROMPT_NAME, memory_query, render_qa_prompt
-    from egohorizon.schema import QAItem, load_jsonl, write_jsonl
-    from egohorizon.tasks import get_task
-
-    every = load_jsonl(args.items, QAItem)
-    items = [i for i in every if args.split == "all" or i.meta.get("split") == args.split]
-    if args.per_task:
-        items = _first_per_task(items, args.per_task)
-    items = items[: args.limit]
-    if not items:
-        raise ConfigError(f"{args.items}: no items of split {args.split!r} (meta.split)")
-    memory = None
-    if args.notes > 0:
-        _check_question_times(items, args)  # the memory is cut at each question time: every item needs one
-        memory = _text_memory(args)
-    prompts = []
-    for item in items:
-        t_q = item.meta.get("t_question")
-        notes = []
-        if memory is not None:
-            notes = _notes(memory, item, float(t_q), args.notes, args.memory, memory_query)
-        prompts.append(render_qa_prompt(item.question, item.options, t_q, (), notes, image_mark=""))
+    settings = QAAnswerSettings(split=args.split, notes=args.notes, memory=args.memory, levels=args.levels,
+                                embedder=args.embedder, max_new_tokens=args.max_new_tokens, limit=args.limit,
+                                per_task=args.per_task, events=args.events, world=args.world)
     options = {"timeout": args.timeout, "max_concurrency": args.concurrency} if args.base_url else {}
     if args.dtype and not args.base_url:
         options["dtype"] = args.dtype
-    backend = make_backend(args.model, base_url=args.base_url, cache_dir=args.cache_dir, **options)
-    texts = backend.generate_many(prompts, max_new_tokens=args.max_new_tokens, temperature=0.0, seed=0)
-    task = get_task("qa")
-    raw = {item.id: out for item, out in zip(items, texts)}
-    predictions = {item.id: task.parse(raw[item.id], item) for item in items}
-    train_items = [i for i in every if i.meta.get("split") == "train"]
-    train = Counter(i.answer for i in train_items)
-    majority = min(train, key=lambda a: (-train[a], a)) if train else None
-    evaluation = task.evaluate(items, predictions, args.split, majority_letter=majority,
-                               answer_prior=answer_prior(train_items))
-    prompt = load_prompt(QA_PROMPT_NAME)
-    out = Path(args.out)
-    made = backend.generation_record()  # a local model's dtype and stop rule (the cache is keyed by them too)
-    rows = task.prediction_records(items, raw, predictions, backend.model_id, prompt.name, prompt.version, 0)
-    write_jsonl(out / "predictions.jsonl", [{**row, **made} for row in rows])
-    report = {**evaluation.report, "baselines": evaluation.baselines, "model": backend.model_id, **made,
-              "notes": args.notes, "memory": args.memory if args.notes else None, "per_task": args.per_task,
-              "levels": args.levels, "split": args.split}
-    (out / "report.json").write_text(json.dumps(report, indent=1, default=str))
-    write_result({"out": str(out), "headline": task.headline(evaluation), **evaluation.metrics})
+    write_result(answer_items(args.items, args.out, args.model, base_url=args.base_url, cache_dir=args.cache_dir,
+                              backend_options=options, settings=settings))
     return 0
-
-
-def _first_per_task(items: list, n: int) -> list:
-    """The first ``n`` items of every task type, in file order."""
-    seen: dict[str, int] = {}
-    kept = []
-    for item in items:
-        seen[item.task] = seen.get(item.task, 0) + 1
-        if seen[item.task] <= n:
-            kept.append(item)
-    return kept
-
-
-def _check_question_times(items, args: argparse.Namespace) -> None:
-    """The leakage guard on the items; where an item has no question time (benchmark items from `data
-    convert` carry none), the error names the fix its help gives: --notes 0 (issue 36, item 14)."""
-    from egohorizon.data.points.leakage import check_qa_items
-    from egohorizon.errors import DataError, LeakageError
-
-    try:
-        check_qa_items(items)
-    except LeakageError as error:
-        if not any("meta.t_question" in problem for problem in error.problems):
-            raise
-        hint = (f"{args.items}: memory notes are cut at each item's question time (meta.t_question), which "
-                "these items do not have (benchmark items converted with `data convert` carry none); pass "
-                "--notes 0 to answer from the question alone")
-        raise DataError(f"{error}\n{hint}") from None
-
-
-def _notes(memory, item, t_question: float, n: int, which: str, memory_query) -> list[tuple[float, float, str]]:
-    """(start, end, text) of ``n`` event notes that end before the question time, in time order: the
-    most similar to the question and options, or the latest ones (``which`` = "recent")."""
-    if which == "recent":
-        entries = [e for e in memory.before(item.participant, t_question) if e.kind == "event"][-n:]
-    else:
-        entries = [h.entry for h in memory.search(item.participant, t_question, memory_query(item), k=n,
-                                                  kinds=["event"])]
-    return sorted((e.start, e.end, e.text) for e in entries)
-
-
-def _text_memory(args: argparse.Namespace):
-    from egohorizon.memory import MemoryIndex, text_embedder
-
-    if args.events:
-        from egohorizon.schema import Event, load_jsonl
-
-        events = load_jsonl(args.events, Event)
-    else:
-        from egohorizon.data.demo import load_demo_world
-
-        events = load_demo_world(args.world).events
-    levels = [int(x) for x in args.levels.split(",")]
-    return MemoryIndex.from_sources(events, None, embed=text_embedder(args.embedder), levels=levels)
 
 
 def run_serve(args: argparse.Namespace) -> int:

@@ -7,19 +7,30 @@ In order:
    else last, adapter) -- the base model its ``egohorizon_adapter.json`` names, with the adapter on it,
    prompted as it was trained (chat template or raw text, ``adapter_base``);
 2. a local folder (any HF checkpoint: a tiny backbone's cache folder, a converted SmolLM2, Qwen3-8B);
-3. the name of a backbone config, ``conf/backbone/<name>.yaml`` (``smollm2_135m``, ``qwen3_8b``, ...),
-   instantiated with the default paths (``$EGOHORIZON_CACHE`` or ``./data/cache``, as train.py) and
-   prepared (SmolLM2: converted once, then the cached folder). ``tiny`` has no weights without a training
-   corpus: serve its cache folder or a trained run instead;
+3. the name of a backbone config, ``conf/backbone/<name>.yaml`` (``smollm2_135m``, ``qwen3_8b``, ...): its
+   prepared folder and model id, from the resolver the middle hands over (``use_model_names``;
+   ``egohorizon.run.named_backbones``, where eval.py or the ``egohorizon`` command starts), since only
+   the middle reads and instantiates a config (issue 39 §2);
 4. anything else: a hub id (offline, only when it is in the local Hugging Face cache).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from egohorizon.errors import ConfigError
+
+# A name -> (local folder, model id) when it names a model the middle can build, else None.
+ModelNames = Callable[[str], "tuple[str, str] | None"]
+_model_names: ModelNames | None = None
+
+
+def use_model_names(resolver: ModelNames | None) -> None:
+    """Step 3's resolver (None: names are hub ids only); set by ``egohorizon.run.named_backbones``."""
+    global _model_names
+    _model_names = resolver
 
 
 def local_backend(model: str, *, adapter: str | None = None, **options: Any):
@@ -41,11 +52,11 @@ def local_backend(model: str, *, adapter: str | None = None, **options: Any):
     if looks_like_a_path(str(model)):  # not a hub id: "invalid repo id" would hide the typo (issue 36, item 13)
         raise ConfigError(f"{model}: no such folder ({path.resolve()}); a local model or trained adapter "
                           "must be an existing folder")
-    config = backbone_config(str(model))
-    if config is not None:
-        backbone = prepared_backbone(config, str(model))
-        backend = TransformersBackend(backbone.base_path, **options)
-        backend.model_id = backbone.model_id
+    named = _model_names(str(model)) if _model_names is not None else None
+    if named is not None:
+        base_path, model_id = named
+        backend = TransformersBackend(base_path, **options)
+        backend.model_id = model_id
         return backend
     return TransformersBackend(str(model), **options)
 
@@ -77,34 +88,3 @@ def adapter_base(adapter: str) -> tuple[Path, str, bool | None]:
     data = meta.get("data") or {}
     return folder, str(base), data.get("use_chat_template") if "use_chat_template" in data else False
 
-
-def backbone_config(name: str) -> Path | None:
-    """``conf/backbone/<name>.yaml`` when ``name`` is a plain name and that file exists."""
-    if not name.replace("_", "").replace("-", "").isalnum():
-        return None
-    from egohorizon.repo_conf import conf_dir
-
-    try:
-        path = conf_dir() / "backbone" / f"{name}.yaml"
-    except ConfigError:  # an installed package without the repository's conf/
-        return None
-    return path if path.is_file() else None
-
-
-def prepared_backbone(config: Path, name: str):
-    """The backbone of ``config`` with the default paths, prepared (weights on disk)."""
-    from hydra.utils import instantiate
-    from omegaconf import OmegaConf
-
-    paths = OmegaConf.load(config.parent.parent / "paths" / "default.yaml")
-    cfg = OmegaConf.create({"paths": paths, "seed": 0, "backbone": OmegaConf.load(config)})
-    backbone = instantiate(cfg.backbone, _convert_="all")
-    try:
-        backbone.prepare()
-    except ConfigError as error:
-        if "corpus" in str(error):
-            raise ConfigError(f"backbone {name!r} ({config}) is built from a training corpus, so it has no "
-                              "weights by name: pass its cache folder (data/cache/tiny_backbones/<hash>, "
-                              "a run's config.yaml names it) or a trained run / *.adapter folder") from None
-        raise
-    return backbone

@@ -2,8 +2,9 @@
 that reads a Hydra DictConfig; everything below it takes plain arguments.
 
 Floors, lowest first (each imports only the ones above it in this list, never back):
-  config_checks.py, run_guard.py, split_record.py    private helpers: the bounded settings checked before
-                      anything is built, one run folder (failed runs removed or marked), a run's day split
+  config_checks.py, run_guard.py, split_record.py, named_backbones.py    private helpers: the bounded
+                      settings checked before anything is built, one run folder (failed runs removed or
+                      marked), a run's day split, what a backbone config name means as a local model
   setup.py            seed, run folder, and one ``build_*`` per piece (datamodule, backbone, model,
                       callbacks, loggers, trainer)
   training.py         ``train``: fit, test the checkpoint chosen on validation, write metrics.json
@@ -25,12 +26,15 @@ checkout rather than installed packages: importing the middle puts the checkout 
 
 from egohorizon.errors import ConfigError
 from egohorizon.repo_conf import glue_importable
+from egohorizon.run.named_backbones import use_backbone_names
 from egohorizon.run.resolvers import register_resolvers
 
 # ${precision_for:${trainer.accelerator}} in the real-model experiments, ${task_objective:} in every config:
 # known wherever the middle composes or resolves a config. Registered here, not on ``import egohorizon``: the
 # layers below the middle (and the GPU machine's scripts/device_check.py) run without omegaconf.
 register_resolvers()
+# eval.py's llm.model=smollm2_135m: a backbone config name, read and instantiated here, not in llm/.
+use_backbone_names()
 
 try:
     glue_importable()

@@ -11,14 +11,13 @@ needs no change here.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from omegaconf import DictConfig, ListConfig, OmegaConf
 from omegaconf.errors import OmegaConfBaseException
 
 from egohorizon.errors import ConfigError
-from egohorizon.schema.forecast_groups import MIN_K
-from egohorizon.setting_bounds import NO_LIMIT, UNSET, Bound
+from egohorizon.schema.forecast_groups import KS_BOUND
+from egohorizon.setting_bounds import NO_LIMIT, UNSET, Bound, kind_of
 
 _ABSENT = object()
 
@@ -50,7 +49,7 @@ BOUNDS = (
     Bound("llm.temperature", integer=False, low=0),
     Bound("sweep.n_context", low=1, each=True),
     Bound("sweep.levels", low=1, high=5, each=True),
-    Bound("sweep.ks", low=MIN_K, each=True),
+    replace(KS_BOUND, key="sweep.ks"),  # the one K rule (schema/forecast_groups)
     Bound("sweep.n_boot", low=1),
 )
 
@@ -86,39 +85,9 @@ def _problems(cfg: DictConfig, bound: Bound) -> list[str]:
     if value is _ABSENT:
         return []
     if not bound.each:
-        problem = _problem(value, bound)
+        problem = bound.problem(value)
         return [f"{bound.key} {problem}"] if problem else []
     if not isinstance(value, (list, tuple, ListConfig)):
-        return [f"{bound.key} must be a list ([1, 2]), got {value!r} ({_kind(value)})"]
-    return [f"{bound.key}[{i}] {problem}" for i, item in enumerate(value) if (problem := _problem(item, bound))]
+        return [f"{bound.key} must be a list ([1, 2]), got {value!r} ({kind_of(value)})"]
+    return [f"{bound.key}[{i}] {problem}" for i, item in enumerate(value) if (problem := bound.problem(item))]
 
-
-def _problem(value: Any, bound: Bound) -> str | None:
-    """What is wrong with one value ('must be ..., got ...'), or None."""
-    if value in bound.also and type(value) is not bool:
-        return None
-    number = isinstance(value, (int, float)) and not isinstance(value, bool)
-    if not number or (bound.integer and not isinstance(value, int)):
-        kind = "an integer" if bound.integer else "a number"
-        return f"must be {kind} ({_range(bound)}), got {value!r} ({_kind(value)})"
-    too_low = bound.low is not None and (value <= bound.low if bound.above else value < bound.low)
-    too_high = bound.high is not None and value > bound.high
-    if too_low or too_high:
-        return f"must be {_range(bound)}, got {value!r}"
-    return None
-
-
-def _range(bound: Bound) -> str:
-    parts = []
-    if bound.low is not None:
-        parts.append(f"{'>' if bound.above else '>='} {bound.low:g}")
-    if bound.high is not None:
-        parts.append(f"<= {bound.high:g}")
-    text = " and ".join(parts)
-    special = {-1: "-1 for no limit", None: "null for unset"}
-    return " or ".join([text, *(special[v] for v in bound.also)]) if bound.also else text
-
-
-def _kind(value: Any) -> str:
-    names = {str: "a string", bool: "a boolean", float: "a float", int: "an integer", type(None): "null"}
-    return names.get(type(value), "a list" if isinstance(value, (list, ListConfig)) else type(value).__name__)

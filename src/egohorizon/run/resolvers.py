@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from egohorizon.precision import register_resolver as register_precision
+from egohorizon.precision import precision_for
 
+PRECISION = "precision_for"
 OBJECTIVE = "task_objective"
 
 
@@ -27,6 +28,7 @@ def register_resolvers() -> None:
     """Make the resolvers above known to OmegaConf (idempotent)."""
     from omegaconf import OmegaConf
 
-    register_precision()
+    if not OmegaConf.has_resolver(PRECISION):
+        OmegaConf.register_new_resolver(PRECISION, precision_for)
     if not OmegaConf.has_resolver(OBJECTIVE):
         OmegaConf.register_new_resolver(OBJECTIVE, task_objective)

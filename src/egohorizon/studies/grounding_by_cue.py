@@ -47,22 +47,30 @@ def _predictions(report: Path) -> dict[str, str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or any("=" not in a for a in argv[1:]):
-        print(__doc__.strip().splitlines()[2], file=sys.stderr)
+        sys.stderr.write(__doc__.strip().splitlines()[2] + "\n")
         return 2
     points = {p.id: p for p in load_jsonl(Path(argv[0]), ForecastPoint)}
     reports = {}
     for arg in argv[1:]:
         name, path = arg.split("=", 1)
         reports[name] = (Path(path), {r["id"]: r for r in json.loads(Path(path).read_text(encoding="utf-8"))["per_point"]})
-    names = list(reports)
     ids = sorted(set.intersection(*(set(rows) for _, rows in reports.values())))
     if any(set(rows) != set(ids) for _, rows in reports.values()):
-        print("grounding_by_cue: the reports scored different points", file=sys.stderr)
+        sys.stderr.write("grounding_by_cue: the reports scored different points\n")
         return 1
+    # The table is the study's output (stdout, written once at the end), not a log.
+    sys.stdout.write("\n".join(table_lines(points, reports, ids)) + "\n")
+    return 0
+
+
+def table_lines(points: dict[str, ForecastPoint], reports: dict[str, tuple[Path, dict[str, dict]]],
+                ids: list[str]) -> list[str]:
+    """The markdown table: a row per level and subset, each variant's S_norm and its paired difference to
+    the first one named, and the first answers that name the phone."""
+    names = list(reports)
     answers = {name: _predictions(path) for name, (path, _) in reports.items()}
     head = " | ".join(f"{n} S_norm" + ("" if i == 0 else f" | {n} - {names[0]} [95% CI]") for i, n in enumerate(names))
-    print(f"| level | points | n | {head} | phone answers ({', '.join(names)}) |")
-    print("|" + "---|" * (3 + 2 * len(names)))
+    lines = [f"| level | points | n | {head} | phone answers ({', '.join(names)}) |", "|" + "---|" * (3 + 2 * len(names))]
     for level in sorted({points[i].level for i in ids}):
         for subset in SUBSETS:
             chosen = [i for i in ids if points[i].level == level and in_subset(points[i], subset)]
@@ -78,8 +86,8 @@ def main(argv: list[str]) -> int:
                     cells.append(f"{out[n]['diff']:+.3f} [{out[n]['diff_lo']:+.3f}, {out[n]['diff_hi']:+.3f}]")
             phone = ", ".join(f"{sum(any(w in answers[n].get(i, '') for w in PHONE_WORDS) for i in chosen)}"
                               if answers[n] else "-" for n in names)
-            print(f"| L{level} | {subset} | {len(chosen)} | {' | '.join(cells)} | {phone} |")
-    return 0
+            lines.append(f"| L{level} | {subset} | {len(chosen)} | {' | '.join(cells)} | {phone} |")
+    return lines
 
 
 if __name__ == "__main__":

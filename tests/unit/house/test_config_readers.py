@@ -1,6 +1,8 @@
 """Issue 39 §2: only the middle (``egohorizon.run``) reads a DictConfig or instantiates from one; the
 floors below take plain arguments. Checked by the imports of omegaconf and hydra outside run/ (lazy ones
-too). Two stand, each for a reason below; a new one fails here."""
+too): none stands; a new one fails here. A backbone config name used as a local
+model (``--model smollm2_135m``) is read in ``run/named_backbones``, which eval.py and the command hand to
+``llm.local_model`` as a resolver."""
 
 from __future__ import annotations
 
@@ -8,14 +10,9 @@ import ast
 
 from conftest import REPO_ROOT
 
-# file (under src/egohorizon) -> why it may import omegaconf/hydra
-ALLOWED = {
-    # registers the ${precision_for:...} resolver, which every config that names it needs; reads no config
-    "precision.py": "registers a resolver",
-    # a local model named by its backbone config (``qa answer --model smollm2_135m``, serve, eval.py's llm):
-    # left for a later step, which resolves the name where the command starts (issue 39 §2)
-    "llm/local_model.py": "instantiates conf/backbone/<name>.yaml",
-}
+# file (under src/egohorizon) -> why it may import omegaconf/hydra: none (the ${precision_for:...} resolver is
+# registered by run/resolvers.py, a backbone config name read by run/named_backbones.py)
+ALLOWED: dict[str, str] = {}
 
 
 def config_readers() -> dict[str, list[str]]:

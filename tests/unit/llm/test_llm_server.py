@@ -243,7 +243,11 @@ def test_in_context_forecast_rows_score_the_same_through_both_backends(served, t
 @pytest.fixture(scope="module")
 def smollm2_by_name(smollm2_backbone):
     """``smollm2_135m`` resolved by name, as ``egohorizon serve --model smollm2_135m`` and ``llm.model=``
-    resolve it, with the default cache pointed at the session's converted folder."""
+    resolve it (the middle's resolver, which the command and eval.py hand to llm/), with the default cache
+    pointed at the session's converted folder."""
+    from egohorizon.run.named_backbones import use_backbone_names
+
+    use_backbone_names()
     cache = Path(smollm2_backbone.cache_dir)
     if cache.name != "backbones":  # EGOHORIZON_TEST_BACKBONES elsewhere: the default paths cannot reach it
         pytest.skip(f"{cache} is not <cache>/backbones")

@@ -46,6 +46,7 @@ TESTED_ELSEWHERE = {
     "abstract_demo": "test_abstract_train.py",
     "abstract_smollm2": "test_abstract_train.py",
     "demo_epic_smollm2": "test_demo_config.py",
+    "forecast_epic_long": "test_demo_config.py",
     "forecast_epic_smollm2": "test_forecast_epic_smollm2.py",
     "forecast_hdepic_smollm2": "test_forecast_epic_smollm2.py",
     "hands_demo": "test_hands_task.py",

@@ -1,5 +1,6 @@
 """experiment=demo_epic_smollm2 (scripts/demo.sh): it composes and resolves as a small diff over
-forecast_epic_smollm2 (the full run, left as it is)."""
+forecast_epic_smollm2 (the full run, left as it is); experiment=forecast_epic_long (issue 38 item 4) as a
+small diff over the demo."""
 
 from __future__ import annotations
 
@@ -44,6 +45,20 @@ def test_the_demo_experiment_resolves_as_a_small_diff_of_the_full_run(tmp_path):
     assert demo["data.convert_from.root"] is None and demo["data.split_strategy"] == "official"
     assert demo["objective"] == "val/forecast_S_norm" and demo["data.max_test_points_by_k"] == {1: 120}
 
+
+# What the long run may change over the demo (its experiment file says why each).
+LONG_KEYS = {"task_name", "data.max_train_points", "data.max_test_points_by_k", "model.scheduler.num_warmup_steps",
+             "trainer.max_steps", "trainer.val_check_interval"}
+
+
+def test_the_long_run_resolves_as_a_small_diff_of_the_demo(tmp_path):
+    long = _flat(_resolved("forecast_epic_long", tmp_path))
+    demo = _flat(_resolved("demo_epic_smollm2", tmp_path))
+    changed = {k for k in long.keys() | demo.keys() if long.get(k) != demo.get(k)}
+    assert changed <= LONG_KEYS, changed - LONG_KEYS
+    assert long["backbone._target_"] == "egohorizon.backbones.GGUFBackbone"  # the real SmolLM2, not the toy
+    assert long["data.max_train_points"] == 600 and long["data.max_test_points_by_k"] == {1: 120, 10: 120}
+    assert (long["trainer.max_steps"], long["trainer.val_check_interval"]) == (300, 75)
 
 
 def test_make_demo_runs_the_real_demo():

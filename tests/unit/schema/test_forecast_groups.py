@@ -20,6 +20,7 @@ def test_the_key_is_level_then_k():
     ([], "ks=[]: expected integers >= 1"),
     ([1, 0], "ks=[1, 0]: expected integers >= 1"),
     ([2.5], "ks=[2.5]: expected integers >= 1"),
+    ([True], "ks=[True]: expected integers >= 1"),  # KS_BOUND's rule: a boolean is no count
 ])
 def test_the_k_rule(ks, problem):
     assert ks_problem(ks) == problem

@@ -1,9 +1,9 @@
-"""Which memory notes `egohorizon qa answer` puts in the prompt: the most similar to the question or the
-latest before the question time (--memory recent), never one that ends at or after it."""
+"""Which memory notes `egohorizon qa answer` (bench/qa_answer.py) puts in the prompt: the most similar to the
+question or the latest before the question time (--memory recent), never one that ends at or after it."""
 
 from types import SimpleNamespace
 
-from egohorizon.commands.qa import _first_per_task, _notes
+from egohorizon.bench.qa_answer import _first_per_task, _notes
 from egohorizon.memory import MemoryIndex, text_embedder
 from egohorizon.schema import Event
 
