@@ -16,8 +16,10 @@ are scored for:
 
 Scores are hand-agnostic (hits / (gold boxes + predicted boxes that hit no gold box)), pooled over the
 4 test videos, with a 95 % frame-bootstrap interval and, against the box prior, the paired bootstrap
-interval of the difference. A run whose ``reports/test.json`` exists is reused (``--fresh`` retrains).
-Output: ``<out>/table.md``, ``table.json``, printed as each row is done.
+interval of the difference; then per fold, each predictor's pooled fraction on that fold's test video
+(the learning curve). A run whose ``reports/test.json`` exists is reused (``--fresh`` retrains).
+Output: ``<out>/table.md``, ``table.json``, printed as each row is done. One fraction alone
+(``--fractions 0.25 --no-toy``) still prints the box prior and MediaPipe rows beside it.
 """
 
 from __future__ import annotations
@@ -113,6 +115,23 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def per_fold(named_rows: dict[str, list[dict]], video_of: dict[str, str], tests: list[str]) -> dict:
+    """{test video: {predictor: pooled hit fraction on that video's frames, or None}}: the per-fold columns."""
+    return {test: {name: pooled_fraction([r for r in rows if video_of[r["frame"]] == test])["chf"]
+                   for name, rows in named_rows.items()} for test in tests}
+
+
+def per_fold_markdown(folds_done: list[tuple[str, str, list[str]]], table: dict, counts: dict) -> str:
+    """One line per fold: test video (validation video), its frames / gold boxes, each predictor's fraction."""
+    names = list(next(iter(table.values()))) if table else []
+    lines = ["| test video (validation video) | test frames / boxes | " + " | ".join(names) + " |",
+             "|---|---|" + "---|" * len(names)]
+    for test, val, _ in folds_done:
+        cells = ["n/a" if table[test][n] is None else f"{table[test][n]:.3f}" for n in names]
+        lines.append(f"| {test} ({val}) | {counts[test][0]} / {counts[test][1]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--frames", default="egohands-frames", help="the frames folder, or its name in a data home")
@@ -138,6 +157,10 @@ def main() -> None:
     by_id = {f.name.rsplit(".", 1)[0]: f for f in frames}
     test_ids = [fid for fid, f in sorted(by_id.items()) if f.video in {test for test, _, _ in chosen}]
 
+    video_of = {fid: f.video for fid, f in by_id.items()}
+    tests = [test for test, _, _ in chosen]
+    counts = {test: (sum(f.video == test for f in frames), sum(len(f.boxes) for f in frames if f.video == test))
+              for test in tests}
     pooled: dict[str, list[dict]] = {"box prior": []}
     for test, _, train in chosen:
         training = [(box, (f.height, f.width)) for f in frames if f.video in train for box in f.boxes]
@@ -155,6 +178,7 @@ def main() -> None:
     table.append(summarise("MediaPipe networks, hand landmarker default thresholds", mediapipe, prior,
                            args.n_boot, args.seed))
     print(markdown(table[-1:]).splitlines()[-1], flush=True)
+    named = {"box prior": prior, "MediaPipe": mediapipe}
 
     runs = [(f"effnet_smollm2, {round(100 * fraction)} % of training frames", fraction, False)
             for fraction in args.fractions]
@@ -167,11 +191,17 @@ def main() -> None:
             rows += train_run(args.out / tag, test, val, fraction, args, toy)
         rows.sort(key=lambda r: r["frame"])
         table.append(summarise(name, rows, prior, args.n_boot, args.seed))
+        named["toy VLM, 100 %" if toy else f"{round(100 * fraction)} %"] = rows
         print(markdown(table[-1:]).splitlines()[-1], flush=True)
+        fold_table = per_fold(named, video_of, tests)
         (args.out / "table.json").write_text(json.dumps({"settings": {k: str(v) for k, v in vars(args).items()},
-                                                         "folds": chosen, "rows": table}, indent=2))
-        (args.out / "table.md").write_text(markdown(table) + "\n")
+                                                         "folds": chosen, "rows": table, "per_fold": fold_table},
+                                                        indent=2))
+        (args.out / "table.md").write_text(markdown(table) + "\n\nPer fold (pooled over the test video):\n\n"
+                                           + per_fold_markdown(chosen, fold_table, counts) + "\n")
     print(markdown(table))
+    print("\nPer fold (pooled over the test video):\n")
+    print(per_fold_markdown(chosen, per_fold(named, video_of, tests), counts))
 
 
 if __name__ == "__main__":

@@ -167,6 +167,27 @@ def test_missing_frames_name_where_they_come_from(tmp_path):
         _datamodule(tmp_path / "nowhere", val_video="X").prepare()
 
 
+def test_the_frames_name_is_found_in_shared_data_beside_a_fresh_checkout(tmp_path, monkeypatch):
+    """The experiment's `data.frames_dir: egohands-frames` (no path typed): looked for in ../shared/data beside
+    the checkout; absent, the error names each place looked in and where the frames come from."""
+    from egohorizon.pipelines.hands.egohands import find_frames
+
+    checkout = tmp_path / "egohorizon"
+    for folder in ("conf", "models", "datamodules"):
+        (checkout / folder).mkdir(parents=True)
+    monkeypatch.setenv("EGOHORIZON_CONF", str(checkout / "conf"))
+    for name in ("EGOHORIZON_DATA", "EGOHORIZON_SHARED_DATA"):
+        monkeypatch.delenv(name, raising=False)
+    shared = tmp_path / "shared" / "data" / "egohands-frames"
+    with pytest.raises(ConfigError) as error:
+        find_frames("egohands-frames")
+    assert f"../shared/data = {shared}" in str(error.value)
+    assert "jake25fuller/HandDetection" in str(error.value)
+    (shared / "images").mkdir(parents=True)
+    (shared / "boxes.csv").write_text("filename,width,height,class,xmin,ymin,xmax,ymax\n")
+    assert find_frames("egohands-frames") == shared
+
+
 def test_a_corrupt_frame_is_skipped_and_counted(shared_data, tmp_path):
     from egohorizon.backbones import TinyBackbone
 
@@ -187,6 +208,10 @@ def test_a_corrupt_frame_is_skipped_and_counted(shared_data, tmp_path):
 def test_the_experiment_composes_and_finds_the_frames_with_no_path_typed(shared_data, tmp_path):
     from hydra import compose, initialize_config_dir
     from hydra.utils import instantiate
+
+    from egohorizon.run.resolvers import register_resolvers
+
+    register_resolvers()  # as train.py does before Hydra composes (${task_objective:}); alone, no other test has
 
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("train", ["experiment=hands_effnet_smollm2", f"paths.run_dir={tmp_path}", "logger=csv"])
