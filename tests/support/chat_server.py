@@ -21,9 +21,14 @@ class ScriptedChatServer:
         self.script: list[str] = []
         self.verdicts: dict[tuple[str, str], bool] = {}
         self.requests: list[dict] = []
+        # Requests received and not yet answered: counted up on arrival, down just before the reply is
+        # written (after it, the client may already send its next request). ``overlap``: the first that many
+        # requests wait (up to 5 s) until all of them are in flight, so a concurrency test need not hope
+        # that requests overlap by chance.
         self.in_flight = 0
         self.max_in_flight = 0
-        self.lock = threading.Lock()
+        self.overlap: int | None = None
+        self.lock = threading.Condition()
         self.ignore_n = False
         server = self
 
@@ -40,9 +45,19 @@ class ScriptedChatServer:
                     action = server.script.pop(0) if server.script else "ok"
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    server.lock.notify_all()
+                    if server.overlap and len(server.requests) <= server.overlap:  # the first ones only
+                        server.lock.wait_for(lambda: server.in_flight >= server.overlap, timeout=5.0)
+                self._answered = False
                 try:
                     self._answer(action, body)
                 finally:
+                    self._leave()
+
+            def _leave(self):
+                """This request is no longer in flight (once): called just before its reply is written."""
+                if not self._answered:
+                    self._answered = True
                     with server.lock:
                         server.in_flight -= 1
 
@@ -51,6 +66,7 @@ class ScriptedChatServer:
                     time.sleep(float(action.split(":")[1]))
                     action = "ok"
                 if action in ("500", "429", "400"):
+                    self._leave()
                     self.send_response(int(action))
                     if action == "429":
                         self.send_header("Retry-After", "0")
@@ -80,6 +96,7 @@ class ScriptedChatServer:
                 self._send(json.dumps(reply).encode())
 
             def _send(self, payload: bytes):
+                self._leave()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(payload)))

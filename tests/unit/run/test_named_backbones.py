@@ -28,7 +28,9 @@ def test_the_middle_and_the_command_hand_llm_the_resolver(capsys):
     from egohorizon.cli import main
     from egohorizon.llm import local_model
 
-    assert local_model._model_names is backbone_by_name
+    # by name, not identity: a test that re-imports egohorizon's modules leaves two copies of the function
+    handed = local_model._model_names
+    assert (handed.__module__, handed.__qualname__) == (backbone_by_name.__module__, backbone_by_name.__qualname__)
     local_model.use_model_names(None)  # as in a process that has not imported the middle
     assert main(["serve", "--model", "tiny"]) == 2  # the command hands it over: the name is a backbone's
     assert "is built from a training corpus" in capsys.readouterr().err
