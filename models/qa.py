@@ -25,7 +25,7 @@ from typing import Any, ClassVar
 
 import torch
 
-from egohorizon.backbones.collate import IGNORE_INDEX
+from egohorizon.backbones.collate import IGNORE_INDEX, pixel_rows_per_image
 from egohorizon.errors import ConfigError
 from egohorizon.prompts.qa import QA_PROMPT_NAME
 from models.lora_lm import LoRALanguageModule
@@ -86,25 +86,25 @@ class QAModule(LoRALanguageModule):
     def _option_sums(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
         """Summed option log-probabilities after each item's own prompt (and images), their token counts,
         and the number of options per item."""
-        per_image = batch["image_grid_thw"].prod(-1).tolist() if "image_grid_thw" in batch else []
+        per_image = pixel_rows_per_image(batch)  # patch rows (Qwen-VL) or one row an image (composite)
         vision_start = self.tokenizer.convert_tokens_to_ids("<|vision_start|>")
         prompts, prompt_types, texts, pixels, grids, sizes = [], [], [], [], [], []
-        image, patch = 0, 0
+        image, row = 0, 0
         for i, options in enumerate(batch["options"]):
             keep = batch["prompt_mask"][i].bool()
             prompt = batch["prompt_ids"][i][keep].tolist()
             types = (batch["prompt_mm_token_type_ids"][i][keep].tolist()
                      if "prompt_mm_token_type_ids" in batch else [0] * len(prompt))
             n_images = prompt.count(vision_start) if per_image else 0  # a text-only batch has no images
-            n_patches = sum(per_image[image:image + n_images])
+            n_rows = sum(per_image[image:image + n_images])
             for option in options:
                 prompts.append(prompt)
                 prompt_types.append(types)
                 texts.append(option)
                 if n_images:
-                    pixels.append(batch["pixel_values"][patch:patch + n_patches])
+                    pixels.append(batch["pixel_values"][row:row + n_rows])
                     grids.append(batch["image_grid_thw"][image:image + n_images])
-            image, patch = image + n_images, patch + n_patches
+            image, row = image + n_images, row + n_rows
             sizes.append(len(options))
         if image == 0 and len(per_image) == 1:
             # A text-only batch carries the collator's one masked dummy image (issue 26 item 5: every rank

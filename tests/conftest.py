@@ -61,3 +61,14 @@ def smollm2_backbone():
     except ConfigError as error:  # the wheel is not installed (`make install` installs it)
         pytest.skip(str(error))
     return backbone
+
+
+@pytest.fixture(scope="session")
+def effnet_composite(smollm2_backbone):
+    """backbone=effnet_smollm2 at 224 px, assembled (or found) once per test session in the backbone cache
+    beside SmolLM2's folder."""
+    from egohorizon.backbones import EffnetSmolLM2Backbone
+
+    backbone = EffnetSmolLM2Backbone(cache_dir=str(Path(smollm2_backbone.path).parent))
+    backbone.prepare()
+    return backbone

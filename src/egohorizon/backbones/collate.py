@@ -11,7 +11,8 @@ merged patch and turns the images into flattened patches. A batch holds:
     labels                     [B, L]   the target + EOS; -100 on prompt, image and padding tokens
     mm_token_type_ids          [B, L]   0 text, 1 image (transformers 5 Qwen-VL builds its 3D
                                         rotary positions from it)
-    pixel_values               [P, C*T*p*p]  every image's patches, sample after sample
+    pixel_values               [P, C*T*p*p]  every image's patches, sample after sample (a processor of
+                                        whole images, the effnet_smollm2 composite's: [N, C, S, S])
     image_grid_thw             [N, 3]   (t, h, w) patches per image, sample after sample
     prompt_ids, prompt_mask, prompt_mm_token_type_ids   [B, Lp]  left-padded prompts, for
                                         generation (``with_prompts=True``); the images are the same
@@ -46,6 +47,19 @@ def with_placeholders(text: str, n_images: int) -> str:
     if written != n_images:
         raise ValueError(f"the text marks {written} images but the sample has {n_images}: {text[:80]!r}")
     return text
+
+
+def pixel_rows_per_image(batch: dict[str, Any]) -> list[int]:
+    """How many rows of the batch's ``pixel_values`` each image holds, image after image: a Qwen-VL
+    processor gives flattened patches (2-D, t * h * w rows an image), a processor of whole images
+    (4-D ``[N, C, S, S]``, the composite's letterbox) one row an image. Code that slices a batch's images
+    per sample asks this instead of assuming either layout."""
+    if "image_grid_thw" not in batch:
+        return []
+    grids = batch["image_grid_thw"]
+    if batch["pixel_values"].dim() == 2:
+        return grids.prod(-1).tolist()
+    return [1] * len(grids)
 
 
 class VisionTextCollator:

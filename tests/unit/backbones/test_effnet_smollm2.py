@@ -101,11 +101,8 @@ def test_the_command_composes_and_instantiates_without_touching_weights(tmp_path
 
 
 @pytest.fixture(scope="module")
-def composite(smollm2_backbone) -> EffnetSmolLM2Backbone:
-    """The composite, assembled (or found) in the session's backbone cache beside SmolLM2's folder."""
-    backbone = EffnetSmolLM2Backbone(cache_dir=str(Path(smollm2_backbone.path).parent))
-    backbone.prepare()
-    return backbone
+def composite(effnet_composite) -> EffnetSmolLM2Backbone:
+    return effnet_composite  # the session's (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")
