@@ -24,13 +24,18 @@ def test_a_backbone_built_from_a_corpus_has_no_weights_by_name():
 
 
 def test_the_middle_and_the_command_hand_llm_the_resolver(capsys):
-    import egohorizon.run  # noqa: F401  (its __init__ hands it over, for eval.py)
+    """eval.py's middle hands it over on import (checked in a fresh process: in this one an earlier test may
+    already have run the command, which hands over its own lazy one); the command hands it over itself."""
+    import subprocess
+    import sys
+
     from egohorizon.cli import main
     from egohorizon.llm import local_model
 
-    # by name, not identity: a test that re-imports egohorizon's modules leaves two copies of the function
-    handed = local_model._model_names
-    assert (handed.__module__, handed.__qualname__) == (backbone_by_name.__module__, backbone_by_name.__qualname__)
+    fresh = subprocess.run([sys.executable, "-c", "import egohorizon.run; from egohorizon.llm import local_model as m; "
+                            "r = m._model_names; print(r.__module__, r.__qualname__)"],
+                           capture_output=True, text=True, check=True)
+    assert fresh.stdout.split() == ["egohorizon.run.named_backbones", "backbone_by_name"]
     local_model.use_model_names(None)  # as in a process that has not imported the middle
     assert main(["serve", "--model", "tiny"]) == 2  # the command hands it over: the name is a backbone's
     assert "is built from a training corpus" in capsys.readouterr().err
