@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO_ROOT / "tests" / "support"))  # forecast_toy_world, 
 # The support modules whose asserts are a test's checks: rewritten as a test module's are, so a failing
 # check shows its values. A test module imports helpers from here, never from another folder's test module
 # (tests/unit/house/test_test_layout.py).
-pytest.register_assert_rewrite("compare_checks", "aria_sample_shards")
+pytest.register_assert_rewrite("compare_checks", "aria_sample_shards", "qa_checks")
 SHARED_DATA = Path(os.environ.get("EGOHORIZON_SHARED_DATA", REPO_ROOT.parent / "shared" / "data"))
 
 

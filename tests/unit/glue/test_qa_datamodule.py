@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from qa_checks import assert_option_scores_are_summed_losses
 
 from datamodules.qa import QADataModule
 from egohorizon.data.demo import ensure_demo_world
@@ -119,13 +120,7 @@ def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_pat
     scores = model.option_log_likelihoods(batch)
     assert [len(s) for s in scores] == [4, 4, 4]
     one = KeyedVisionTextCollator(m.processor, False)
-    for sample, row in zip(samples, scores, strict=True):
-        for k, option in enumerate(sample["options"]):
-            b = one([{**sample, "target": option}])
-            with torch.no_grad():
-                loss = model._loss(b)
-            n_tokens = int((b["labels"] != -100).sum())  # the loss is their mean
-            assert float(row[k]) == pytest.approx(-float(loss) * n_tokens, rel=1e-4, abs=1e-4)
+    assert_option_scores_are_summed_losses(model, samples, scores, one, abs_tol=1e-4)
     # Without images (a text-only prompt): the same agreement with the training loss.
     blind = {**samples[0], "images": [], "text": samples[0]["text"].replace(IMAGE_MARK, "")}
     blind_batch = KeyedVisionTextCollator(m.processor, True, fields=("frame_times", "options"))([blind])

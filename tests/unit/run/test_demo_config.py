@@ -36,10 +36,15 @@ def _flat(tree: dict, prefix: str = "") -> dict:
     return out
 
 
+def _changed(a: dict, b: dict) -> set[str]:
+    """The flat keys whose values differ between two resolved configs (or that only one has)."""
+    return {k for k in a.keys() | b.keys() if a.get(k) != b.get(k)}
+
+
 def test_the_demo_experiment_resolves_as_a_small_diff_of_the_full_run(tmp_path):
     demo = _flat(_resolved("demo_epic_smollm2", tmp_path))
     full = _flat(_resolved("forecast_epic_smollm2", tmp_path))
-    changed = {k for k in demo.keys() | full.keys() if demo.get(k) != full.get(k)}
+    changed = _changed(demo, full)
     assert changed <= DEMO_KEYS, changed - DEMO_KEYS
     assert demo["backbone._target_"] == "egohorizon.backbones.GGUFBackbone"  # the real SmolLM2, not the toy
     assert demo["data.convert_from.root"] is None and demo["data.split_strategy"] == "official"
@@ -54,7 +59,7 @@ LONG_KEYS = {"task_name", "data.max_train_points", "data.max_test_points_by_k", 
 def test_the_long_run_resolves_as_a_small_diff_of_the_demo(tmp_path):
     long = _flat(_resolved("forecast_epic_long", tmp_path))
     demo = _flat(_resolved("demo_epic_smollm2", tmp_path))
-    changed = {k for k in long.keys() | demo.keys() if long.get(k) != demo.get(k)}
+    changed = _changed(long, demo)
     assert changed <= LONG_KEYS, changed - LONG_KEYS
     assert long["backbone._target_"] == "egohorizon.backbones.GGUFBackbone"  # the real SmolLM2, not the toy
     assert long["data.max_train_points"] == 600 and long["data.max_test_points_by_k"] == {1: 120, 10: 120}
