@@ -33,8 +33,8 @@ from typing import Any, ClassVar
 from torch.utils.data import DataLoader, Dataset
 
 from datamodules.base import TaskDataModule
-from egohorizon.data.frame_augment import draw_flip_crop
 from egohorizon.backbones.collate import KeyedVisionTextCollator
+from egohorizon.data.frame_augment import draw_flip_crop
 from egohorizon.errors import ConfigError, DataError
 from egohorizon.setting_bounds import LOADER_BOUNDS, Bound
 

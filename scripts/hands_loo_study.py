@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from egohorizon.metrics.hand_agnostic import (  # noqa: E402
+from egohorizon.metrics.hand_agnostic import (
     bootstrap_difference,
     bootstrap_fraction,
     frame_hits,
@@ -43,7 +43,7 @@ from egohorizon.metrics.hand_agnostic import (  # noqa: E402
     pooled_fraction,
     prior_predictions,
 )
-from egohorizon.pipelines.hands.egohands import find_frames, read_frames  # noqa: E402
+from egohorizon.pipelines.hands.egohands import find_frames, read_frames
 
 log = logging.getLogger("hands_loo_study")
 
@@ -74,7 +74,7 @@ def train_run(run_dir: Path, test: str, val: str, fraction: float, args, toy: bo
             overrides += [f"backbone.image_size={args.image_size}"]
         started = time.time()
         result = subprocess.run([sys.executable, str(ROOT / "train.py"), *overrides], cwd=ROOT,
-                                capture_output=True, text=True)
+                                capture_output=True, text=True, check=False)  # a failed run is reported below
         if result.returncode or not report.is_file():
             raise SystemExit(f"train.py failed for {run_dir} (exit {result.returncode}):\n{result.stderr[-3000:]}")
         log.info("%s: trained in %.0f s", run_dir.name, time.time() - started)
@@ -85,7 +85,7 @@ def mediapipe_rows(folder: Path, frames) -> list[dict]:
     from egohorizon.pipelines.hands.detector import MEDIAPIPE_DEFAULTS
     from egohorizon.pipelines.hands.frames import detect_images, mediapipe_finder
 
-    records, bad = detect_images([folder / "images" / f.name for f in frames], mediapipe_finder(MEDIAPIPE_DEFAULTS))
+    records, _bad = detect_images([folder / "images" / f.name for f in frames], mediapipe_finder(MEDIAPIPE_DEFAULTS))
     found: dict[str, list] = {}
     for record in records:
         found.setdefault(record["image"].rsplit(".", 1)[0], []).append(record["box"])
@@ -106,8 +106,8 @@ def markdown(rows: list[dict]) -> str:
     def pct(v):
         return "n/a" if v is None else f"{100 * v:.1f}"
 
-    lines = ["| predictor | hit fraction % (95 % CI) | hits / gold boxes | false positives | predicted boxes "
-             "| minus box prior, 95 % CI (points) |", "|---|---|---|---|---|---|"]
+    lines = [("| predictor | hit fraction % (95 % CI) | hits / gold boxes | false positives | predicted boxes "
+              "| minus box prior, 95 % CI (points) |"), "|---|---|---|---|---|---|"]
     for r in rows:
         diff = (f"{pct(r['vs_prior_low'])} to {pct(r['vs_prior_high'])}" if "vs_prior_low" in r else "")
         lines.append(f"| {r['predictor']} | {pct(r['chf'])} ({pct(r['low'])}-{pct(r['high'])}) | "

@@ -27,8 +27,8 @@ def history_from_args(args: argparse.Namespace, points: Sequence) -> object | No
     from egohorizon.data.splits import DaySplit
     from egohorizon.errors import ConfigError, DataError
     from egohorizon.metrics.habits import learn_habits
-    from egohorizon.schema import Event, load_jsonl
     from egohorizon.run.split_record import days_of_item, format_days
+    from egohorizon.schema import Event, load_jsonl
 
     if not args.history and not args.split:
         return None

@@ -16,8 +16,8 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from egohorizon.run.config_checks import validate_config
 from egohorizon.errors import ConfigError
+from egohorizon.run.config_checks import validate_config
 from egohorizon.run.setup import (
     build_backbone,
     build_callbacks,

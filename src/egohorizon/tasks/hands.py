@@ -160,8 +160,12 @@ class HandsTask(Task):
                            prior_boxes: Sequence[dict] | None) -> Evaluation:
         """Still frames without sides: each frame's boxes, whatever their side, against its gold boxes;
         the box prior from the training frames' boxes (never the scored frames'), and the detector's."""
-        from egohorizon.metrics.hand_agnostic import (frame_hits, half_prior_boxes, pooled_fraction,
-                                                      prior_predictions)
+        from egohorizon.metrics.hand_agnostic import (
+            frame_hits,
+            half_prior_boxes,
+            pooled_fraction,
+            prior_predictions,
+        )
 
         gold = {item.id: [b["box"] for b in item.boxes] for item in items}
         predicted = [predictions.get(item.id) or {"boxes": [], "segments": [], "invalid": 0} for item in items]

@@ -8,7 +8,7 @@ from conftest import REPO_ROOT
 
 sys.path.insert(0, str(REPO_ROOT / "scripts"))
 
-from hands_loo_study import folds, per_fold, per_fold_markdown  # noqa: E402
+from hands_loo_study import folds, per_fold, per_fold_markdown
 
 
 def test_each_video_is_tested_once_and_the_next_one_chooses_the_checkpoint():

@@ -48,10 +48,8 @@ def test_eval_of_a_run_enters_the_evaluation_module_at_most_twice(tmp_path):
                  f"ckpt={run}", "predictors=[repeat_last,random,markov]", "embedder=exact"]
     with initialize_config_dir(config_dir=str(REPO_ROOT / "conf"), version_base="1.3"):
         cfg = compose("eval", overrides=overrides)
-    from egohorizon.run import evaluate
+    from egohorizon.run import dispatch, evaluate
     from egohorizon.run.run_guard import run_or_exit
-
-    import egohorizon.run.dispatch as dispatch
 
     path = str(Path(dispatch.__file__).with_name("evaluation.py"))
     result = {}

@@ -32,8 +32,8 @@ def test_the_middle_and_the_command_hand_llm_the_resolver(capsys):
     from egohorizon.cli import main
     from egohorizon.llm import local_model
 
-    fresh = subprocess.run([sys.executable, "-c", "import egohorizon.run; from egohorizon.llm import local_model as m; "
-                            "r = m._model_names; print(r.__module__, r.__qualname__)"],
+    fresh = subprocess.run([sys.executable, "-c", ("import egohorizon.run; from egohorizon.llm import local_model as m; "
+                                                   "r = m._model_names; print(r.__module__, r.__qualname__)")],
                            capture_output=True, text=True, check=True)
     assert fresh.stdout.split() == ["egohorizon.run.named_backbones", "backbone_by_name"]
     local_model.use_model_names(None)  # as in a process that has not imported the middle

@@ -18,7 +18,6 @@ from omegaconf import OmegaConf
 from egohorizon.data.points.build import build_points
 from egohorizon.data.splits import DaySplit, make_day_split
 from egohorizon.errors import DataError
-from egohorizon.schema import write_jsonl
 from egohorizon.run.split_record import (
     RunSplit,
     check_held_out,
@@ -27,6 +26,7 @@ from egohorizon.run.split_record import (
     intersect_split,
     read_run_split,
 )
+from egohorizon.schema import write_jsonl
 
 # Seed 0 holds p2/2024-03-07 out as a test day; seed 1 trains on it.
 SEED0_TEST_SEED1_TRAIN = ("p2", "2024-03-07")

@@ -12,9 +12,9 @@ from conftest import REPO_ROOT
 from hydra import compose, initialize_config_dir
 from toy_backbone import TOY_BACKBONE
 
-from egohorizon.run.config_checks import validate_config
 from egohorizon.errors import ConfigError
 from egohorizon.run import train
+from egohorizon.run.config_checks import validate_config
 from egohorizon.run.run_guard import FAILED, follow_run_dir, run_or_exit
 
 

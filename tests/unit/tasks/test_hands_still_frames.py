@@ -14,20 +14,24 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PIL import Image
 
 from egohorizon.errors import ConfigError
 from egohorizon.formats.hands import parse_hand_text, render_hand_text
-from egohorizon.metrics.hand_agnostic import (bootstrap_difference, bootstrap_fraction, frame_hits,
-                                              half_prior_boxes, pooled_fraction, prior_predictions)
+from egohorizon.metrics.hand_agnostic import (
+    bootstrap_difference,
+    bootstrap_fraction,
+    frame_hits,
+    half_prior_boxes,
+    pooled_fraction,
+    prior_predictions,
+)
 from egohorizon.tasks import get_task
 from egohorizon.tasks.hands import HandItem
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(REPO_ROOT))  # datamodules/ lives at the repository root, as train.py sees it
 
-from egohorizon.data.frame_augment import FlipCrop, draw_flip_crop  # noqa: E402
-
+from egohorizon.data.frame_augment import FlipCrop, draw_flip_crop
 
 # -- the text item -------------------------------------------------------------------------------------
 
@@ -192,7 +196,7 @@ def test_a_corrupt_frame_is_skipped_and_counted(shared_data, tmp_path):
     from egohorizon.backbones import TinyBackbone
 
     folder = _frames_folder(shared_data, tmp_path)
-    broken = sorted((folder / "images").iterdir())[0]
+    broken = min((folder / "images").iterdir())
     broken.write_bytes(b"not a jpeg")
     dm = _datamodule(folder, test_video="CARDS_OFFICE_S_B", val_video="CHESS_COURTYARD_B_T", batch_size=4,
                      augment={"min_scale": 0.8})
