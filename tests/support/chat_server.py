@@ -23,11 +23,15 @@ class ScriptedChatServer:
         self.requests: list[dict] = []
         # Requests received and not yet answered: counted up on arrival, down just before the reply is
         # written (after it, the client may already send its next request). ``overlap``: the first that many
-        # requests wait (up to 5 s) until all of them are in flight, so a concurrency test need not hope
-        # that requests overlap by chance.
+        # requests wait until all of them are in flight, so a concurrency test need not hope that requests
+        # overlap by chance. The wait ends on the count, never on a clock a slow machine could outrun;
+        # ``hold_timeout_s`` is only a safety net for a client that never sends that many at once, and
+        # ``hold_expired`` tells the test it fired (a client waiting on its own reads must allow longer).
         self.in_flight = 0
         self.max_in_flight = 0
         self.overlap: int | None = None
+        self.hold_timeout_s = 60.0
+        self.hold_expired = False
         self.lock = threading.Condition()
         self.ignore_n = False
         server = self
@@ -47,7 +51,10 @@ class ScriptedChatServer:
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     server.lock.notify_all()
                     if server.overlap and len(server.requests) <= server.overlap:  # the first ones only
-                        server.lock.wait_for(lambda: server.in_flight >= server.overlap, timeout=5.0)
+                        reached = server.lock.wait_for(
+                            lambda: server.in_flight >= server.overlap, timeout=server.hold_timeout_s
+                        )
+                        server.hold_expired |= not reached
                 self._answered = False
                 try:
                     self._answer(action, body)

@@ -93,14 +93,19 @@ def test_bad_reply_and_unreachable_server():
 
 
 def test_concurrency_is_bounded(server):
-    """The server holds the first 3 requests until all 3 are in flight (or 5 s): a client that sends 3 at
-    once reaches exactly 3, one that sent more would show more, one that sent fewer would show fewer,
-    whatever the machine's speed."""
+    """The server holds the first 3 requests until all 3 are in flight: a client that sends 3 at once
+    reaches exactly 3, one that sent more would show more, one that sent fewer would leave the hold to
+    its 60 s safety net and fail by name, whatever the machine's speed. The client's read timeout outlasts
+    that net and it has no retries, so a slow machine can neither time a held request out nor add a
+    retried request to the count (12 prompts, 12 requests)."""
     server.overlap = 3
-    backend = client(server, max_concurrency=3)
+    backend = client(server, max_concurrency=3, timeout=server.hold_timeout_s * 2, max_retries=0)
     answers = backend.generate_many([f"q{i}" for i in range(12)])
+    assert not server.hold_expired, (
+        f"the server held the first 3 requests {server.hold_timeout_s:.0f} s and never saw 3 in flight at once"
+    )
     assert answers == [[f"echo 0: q{i}"] for i in range(12)]
-    assert server.max_in_flight == 3
+    assert len(server.requests) == 12 and server.max_in_flight == 3
 
 
 def test_cache_answers_a_rerun_without_requests(server, tmp_path):
