@@ -3,6 +3,8 @@ simulation, held-out-day splits, balanced answer positions, and the leakage guar
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import math
 from collections import Counter
@@ -154,21 +156,30 @@ def _date(day):
     return dt.date.fromisoformat(day)
 
 
-def test_cli_writes_the_same_items_for_the_same_seed(tmp_path, world, generated, capsys):
-    """The command (seed 0, default split) writes exactly the fixture's items: generation is deterministic."""
+@pytest.fixture(scope="module")
+def cli_generated(world, tmp_path_factory):
+    """``qa generate`` run once with its defaults (seed 0, default split): its file and printed result,
+    read (never written) by the two tests below, which ran the same command each before."""
     from egohorizon.cli import main
 
+    out = tmp_path_factory.mktemp("cli") / "qa.jsonl"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["qa", "generate", "--world", str(world.path), "--out", str(out)]) == 0
+    return out, json.loads(printed.getvalue())
+
+
+def test_cli_writes_the_same_items_for_the_same_seed(generated, cli_generated):
+    """The command (seed 0, default split) writes exactly the fixture's items: generation is deterministic."""
     items, _, _ = generated
-    out = tmp_path / "qa.jsonl"
-    assert main(["qa", "generate", "--world", str(world.path), "--out", str(out)]) == 0
-    result = json.loads(capsys.readouterr().out)
+    out, result = cli_generated
     written = load_jsonl(out, QAItem)
     assert [i.to_dict() for i in written] == [i.to_dict() for i in items]
     assert result["items"] == len(items) > 100 and set(result["per_task"]) == set(MAKERS)
-    assert (tmp_path / "qa.splits.json").is_file()
+    assert (out.parent / "qa.splits.json").is_file()
 
 
-def test_more_training_items_leave_val_and_test_byte_identical(tmp_path, world, generated):
+def test_more_training_items_leave_val_and_test_byte_identical(tmp_path, world, generated, cli_generated):
     """--train-per-day adds training items only: the first pass's items (val and test included) are the
     same bytes, the extra ones are all on training days, pass the guard, repeat no base question."""
     from egohorizon.cli import main
@@ -177,9 +188,7 @@ def test_more_training_items_leave_val_and_test_byte_identical(tmp_path, world, 
     out = tmp_path / "qa.jsonl"
     assert main(["qa", "generate", "--world", str(world.path), "--out", str(out), "--train-per-day", "2"]) == 0
     lines = out.read_text().splitlines()
-    base = tmp_path / "base.jsonl"
-    assert main(["qa", "generate", "--world", str(world.path), "--out", str(base)]) == 0
-    base_lines = base.read_text().splitlines()
+    base_lines = cli_generated[0].read_text().splitlines()  # the same command without --train-per-day
     assert lines[: len(base_lines)] == base_lines  # byte-identical, train items of the first pass too
     written = load_jsonl(out, QAItem)
     extra = written[len(items):]
