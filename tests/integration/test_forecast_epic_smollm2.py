@@ -73,9 +73,15 @@ def test_train_py_runs_two_lora_steps_on_epic_points(smollm2_backbone, shared_da
     from egohorizon.run import train
 
     full = ensure_converted(tmp_path / "epic", "epic-kitchens", shared_data)  # the experiment's first use
+    every = load_jsonl(full / "events.jsonl", Event)
     small = tmp_path / "epic_small"
-    events = _two_small_participants(load_jsonl(full / "events.jsonl", Event))
-    write_jsonl(small / "events.jsonl", events)
+    two = _two_small_participants(every)
+    write_jsonl(small / "events.jsonl", two)
+    # A finished conversion of the two participants (metadata.json is what ensure_converted looks for, so
+    # the run reads this folder rather than converting the whole data set into it again, as it did when
+    # only events.jsonl was written here).
+    metadata = json.loads((full / "metadata.json").read_text())
+    (small / "metadata.json").write_text(json.dumps({**metadata, "subset": "the two smallest participants"}))
     cfg = _compose([
         f"data.events={small}", f"paths.run_dir={tmp_path}/run", f"backbone.cache_dir={smollm2_backbone.cache_dir}",
         "data.max_train_points=4", "data.max_eval_points=2", "data.n_context=5", "data.batch_size=2",
@@ -89,11 +95,14 @@ def test_train_py_runs_two_lora_steps_on_epic_points(smollm2_backbone, shared_da
     for key in ("test/forecast_S_norm_L1_K1", "test/forecast_S_norm_L1_K10", "test/repeat_last_S_L1_K1",
                 "val/forecast_S_norm_L1_K1"):
         assert key in flat, key
-    # The run reads the whole first-use conversion (data.events is not honoured next to data.convert_from:
-    # a known gap, noted in issue 23), so its official days come from that conversion.
-    official, _counts = _official_test_days(load_jsonl(full / "events.jsonl", Event))
+    # EPIC-100's own validation days, from the whole conversion (a participant's are its own: the same
+    # from the two participants' folder the run read).
+    official, _counts = _official_test_days(every)
+    chosen = {e.participant for e in two}
+    assert {e.participant for e in load_jsonl(small / "events.jsonl", Event)} == chosen  # not converted over
     test_points = load_jsonl(run / "points" / "points_test.jsonl", ForecastPoint)
     assert test_points and all(p.day in official.get(p.participant, ()) for p in test_points)
+    assert {p.participant for p in test_points} <= chosen
     val_points = load_jsonl(run / "points" / "points_val.jsonl", ForecastPoint)
     assert val_points and not any(p.day in official.get(p.participant, ()) for p in val_points)
     assert list((run / "checkpoints").glob("*.adapter"))
