@@ -116,11 +116,28 @@ def _draw_objects(draw, boxes, size: int) -> None:
             draw.ellipse([x1 - 0.04 * size, y1 - 0.1 * size, x1 + 0.1 * size, y1 + 0.06 * size], fill=(224, 172, 140))
 
 
+# draw.textlength by (text, font, the image mode): a pure function, remembered because the frames of one
+# event show the same screen lines second after second, and _fit measures every prefix of a long line
+# (most of a demo shard build's time went to measuring the same prefixes again). Cleared when full.
+_LENGTHS: dict[tuple, float] = {}
+_LENGTHS_MAX = 200_000
+
+
+def _text_length(draw, text: str, font) -> float:
+    key = (text, font, draw.mode)
+    length = _LENGTHS.get(key)
+    if length is None:
+        if len(_LENGTHS) >= _LENGTHS_MAX:
+            _LENGTHS.clear()
+        length = _LENGTHS[key] = draw.textlength(text, font=font)
+    return length
+
+
 def _fit(draw, text: str, font, width: float) -> str:
     """``text`` shortened with "..." to fit ``width`` pixels."""
-    if draw.textlength(text, font=font) <= width:
+    if _text_length(draw, text, font) <= width:
         return text
-    while text and draw.textlength(text + "...", font=font) > width:
+    while text and _text_length(draw, text + "...", font) > width:
         text = text[:-1]
     return text + "..."
 
@@ -151,7 +168,7 @@ def _draw_screen(draw, screen: dict, size: int, dx: float, dy: float) -> list[tu
             break
         line = _fit(draw, line, font, width)
         draw.text((glass[0] + 3, y), line, fill=(10, 10, 10), font=font, anchor="lm")
-        line_width = draw.textlength(line, font=font)
+        line_width = _text_length(draw, line, font)
         lines.append((glass[0] + 3, min(glass[2], glass[0] + 3 + line_width), y))
         y += step
     return lines
