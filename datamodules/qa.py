@@ -21,7 +21,10 @@ Items come from ``items`` (JSONL of ``schema.QAItem`` with ``meta.t_question`` a
 when unset, from ``egohorizon qa generate`` on the demo world (``demo_items``; ``demo_train_per_day``:
 its ``--train-per-day``); shards from ``shards``
 or, when unset, the demo world's (``demo_shards_dir``, every ``demo_window_stride``-th window, built on
-first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``options``.
+first use). Batches are ``VisionTextCollator``'s plus ``ids``, ``frame_times`` and ``options``. A text-only
+backbone (no processor, e.g. ``backbone=smollm2_135m``) takes ``frame_budget: 0``: the same prompt text,
+tokenized as the composite VLM's processor tokenizes it (no special tokens), through ``TextQACollator``;
+it is the fair text-only row of a VLM built on that LM (docs/qa.md).
 """
 
 from __future__ import annotations
@@ -280,16 +283,24 @@ class QADataModule(TaskDataModule):
             return {}
         return {"majority_letter": min(counts, key=lambda a: (-counts[a], a)), "answer_prior": answer_prior(train)}
 
+    def _collator(self, train: bool):
+        if self.processor is not None:
+            return KeyedVisionTextCollator(self.processor, not train, fields=BATCH_FIELDS)
+        if self.frame_budget:
+            raise ConfigError(f"data.frame_budget={self.frame_budget}: a text-only backbone cannot take frames; "
+                              "use a vision-language backbone or data.frame_budget=0")
+        if self.tokenizer is None:
+            raise ConfigError("the qa datamodule needs the backbone's tokenizer (set_tokenizer) before loading")
+        return TextQACollator(self.tokenizer, not train)
+
     def _loader(self, split: str) -> DataLoader:
-        if self.processor is None:
-            raise ConfigError("the qa datamodule feeds frames: it needs a vision-language backbone (processor)")
         train = split == "train"
+        collate = self._collator(train)
         data = self.dataset(split)
         if not len(data):
             raise ConfigError(f"no QA items in the {split!r} split of {self._items_file()}")
         return DataLoader(data, batch_size=self.batch_size if train else self.eval_batch_size, shuffle=train,
-                          num_workers=self.num_workers, collate_fn=KeyedVisionTextCollator(self.processor, not train, fields=BATCH_FIELDS),
-                          persistent_workers=self.num_workers > 0)
+                          num_workers=self.num_workers, collate_fn=collate, persistent_workers=self.num_workers > 0)
 
     def train_dataloader(self):
         return self._loader("train")
@@ -299,3 +310,31 @@ class QADataModule(TaskDataModule):
 
     def test_dataloader(self):
         return self._loader("test")
+
+
+class TextQACollator:
+    """QA samples without frames -> the batch a text-only LM trains and answers on: ``input_ids``,
+    ``attention_mask`` and ``labels`` (the target + EOS), with ``with_prompts`` the left-padded
+    ``prompt_ids``/``prompt_mask``, plus ``ids`` and ``BATCH_FIELDS``. The prompt is tokenized without
+    special tokens, as ``CompositeProcessor`` tokenizes a text with no images (picklable: DataLoader workers)."""
+
+    def __init__(self, tokenizer, with_prompts: bool):
+        self.tokenizer, self.with_prompts = tokenizer, with_prompts
+
+    def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
+        from datamodules.forecast import EvalCollator, TrainCollator
+
+        items = []
+        for s in samples:
+            if s["images"]:
+                raise ConfigError(f"QA item {s['key']}: {len(s['images'])} frames for a text-only backbone "
+                                  "(data.frame_budget must be 0)")
+            answer = self.tokenizer(s["target"], add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
+            items.append({"prompt_ids": self.tokenizer(s["text"], add_special_tokens=False)["input_ids"],
+                          "answer_ids": answer, "id": s["key"], "k": None})
+        batch = (EvalCollator if self.with_prompts else TrainCollator)(self.tokenizer.pad_token_id)(items)
+        batch.pop("k", None)
+        batch["ids"] = [s["key"] for s in samples]
+        for name in BATCH_FIELDS:
+            batch[name] = [s[name] for s in samples]
+        return batch

@@ -149,3 +149,40 @@ def test_option_targets_and_option_scores_match_the_training_loss(paths, tmp_pat
             with torch.no_grad():
                 prior = -float(model._loss(b)) * int((b["labels"] != -100).sum())
             assert float(cal[k]) == pytest.approx(float(row[k]) - prior, rel=1e-4, abs=1e-4)
+
+
+def test_a_text_only_backbone_answers_without_frames(paths, smollm2_backbone):
+    """backbone=smollm2_135m, data.frame_budget=0: the same prompt text, tokenized as the composite's
+    processor tokenizes a text with no images; option scores equal the training loss, as with frames;
+    asking a text-only backbone for frames is refused by name."""
+    from functools import partial
+
+    import torch
+
+    from datamodules.qa import TextQACollator
+    from egohorizon.errors import ConfigError
+    from models.qa import QAModule
+
+    tokenizer = smollm2_backbone.load_tokenizer()
+    m = _module(paths, frame_budget=0, target="option", prompt="qa_option", eval_batch_size=3)
+    m.set_tokenizer(tokenizer)
+    m.set_processor(smollm2_backbone.load_processor())  # None: a text-only backbone
+    assert m.processor is None
+    batch = next(iter(m.val_dataloader()))
+    samples = [m.dataset("val")[i] for i in range(3)]
+    assert batch["ids"] == [s["key"] for s in samples] and batch["options"] == [s["options"] for s in samples]
+    prompt = batch["prompt_ids"][0][batch["prompt_mask"][0].bool()].tolist()
+    assert prompt == tokenizer(samples[0]["text"], add_special_tokens=False)["input_ids"]
+    assert "pixel_values" not in batch and IMAGE_MARK not in samples[0]["text"]
+    model = QAModule(smollm2_backbone, optimizer=partial(torch.optim.AdamW, lr=1e-3), prompt="qa_option",
+                     lora={"r": 4, "lora_alpha": 8, "lora_dropout": 0.0, "target_modules": ["q_proj", "v_proj"]},
+                     generation={"strategy": "options", "option_score": "sum"})
+    model.configure_model()
+    model.eval()
+    scores = model.option_log_likelihoods(batch)
+    assert [len(s) for s in scores] == [len(s["options"]) for s in samples]
+    assert_option_scores_are_summed_losses(model, samples, scores, TextQACollator(tokenizer, False), abs_tol=1e-3)
+    framed = _module(paths, frame_budget=2)
+    framed.set_tokenizer(tokenizer)
+    with pytest.raises(ConfigError, match="text-only backbone cannot take frames"):
+        framed.train_dataloader()
