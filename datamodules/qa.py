@@ -322,17 +322,14 @@ class TextQACollator:
         self.tokenizer, self.with_prompts = tokenizer, with_prompts
 
     def __call__(self, samples: list[dict[str, Any]]) -> dict[str, Any]:
-        from datamodules.forecast import EvalCollator, TrainCollator
+        from datamodules.forecast_visual import TextGroundedCollator
 
-        items = []
         for s in samples:
             if s["images"]:
                 raise ConfigError(f"QA item {s['key']}: {len(s['images'])} frames for a text-only backbone "
                                   "(data.frame_budget must be 0)")
-            answer = self.tokenizer(s["target"], add_special_tokens=False)["input_ids"] + [self.tokenizer.eos_token_id]
-            items.append({"prompt_ids": self.tokenizer(s["text"], add_special_tokens=False)["input_ids"],
-                          "answer_ids": answer, "id": s["key"], "k": None})
-        batch = (EvalCollator if self.with_prompts else TrainCollator)(self.tokenizer.pad_token_id)(items)
+        # The forecaster's text collator tokenizes prompt and target alike; QA items have no K.
+        batch = TextGroundedCollator(self.tokenizer, self.with_prompts)([{**s, "k": None} for s in samples])
         batch.pop("k", None)
         batch["ids"] = [s["key"] for s in samples]
         for name in BATCH_FIELDS:
